@@ -1,0 +1,272 @@
+package compile
+
+import (
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/internal/exec"
+	"github.com/headroom-ml/headroom/mem"
+)
+
+// assigner maps live nodes to buffers and decides in-place reuse. Times are
+// node ids: instructions run in id order, so comparing ids compares times.
+type assigner struct {
+	g        *graph.Graph
+	live     []bool
+	konst    map[int]constant
+	opt      Options
+	bufs     []*Buffer
+	dead     []bool      // by buffer: merged away
+	nodeBuf  map[int]int // node id -> buffer
+	lastUse  []int       // node id -> id of its last reader that runs an instruction (-1: none)
+	lastRead []int       // like lastUse, but not counting Assign's write target
+	backRead []bool      // node id -> a backward-phase node reads it
+	output   map[int]bool
+	assignOf map[int]*graph.Node // value node id -> the Assign that stores it
+	emit     []emitted           // instructions, in order
+}
+
+type emitted struct {
+	node *graph.Node
+	copy bool // an Assign that copies its value into the variable
+}
+
+func (a *assigner) runsInstr(n *graph.Node) bool {
+	if _, ok := a.konst[n.ID()]; ok {
+		return false
+	}
+	c := n.Op().Class()
+	return c != graph.ClassLeaf && c != graph.ClassAlias
+}
+
+func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Options) *assigner {
+	n := g.Len()
+	a := &assigner{g: g, live: live, konst: konst, opt: opt, nodeBuf: map[int]int{},
+		lastUse: make([]int, n), lastRead: make([]int, n), backRead: make([]bool, n), output: map[int]bool{}, assignOf: map[int]*graph.Node{}}
+	for i := range a.lastUse {
+		a.lastUse[i], a.lastRead[i] = -1, -1
+	}
+	for _, o := range opt.Outputs {
+		a.output[o.Node.ID()] = true
+	}
+	for _, asg := range g.Assigns() {
+		a.assignOf[asg.Inputs()[1].ID()] = asg
+	}
+	for _, c := range g.Nodes() {
+		if !live[c.ID()] {
+			continue
+		}
+		if _, ok := konst[c.ID()]; ok {
+			continue
+		}
+		for i, in := range c.Inputs() {
+			if c.Phase() == graph.Backward {
+				a.backRead[in.ID()] = true
+			}
+			if c.Op().Class() == graph.ClassAlias {
+				continue // a view's own readers count, through its buffer
+			}
+			a.lastUse[in.ID()] = c.ID()
+			if !(c.Op() == graph.OpAssign && i == 0) {
+				a.lastRead[in.ID()] = c.ID()
+			}
+		}
+	}
+
+	for _, n := range g.Nodes() {
+		if !live[n.ID()] {
+			continue
+		}
+		if k, ok := konst[n.ID()]; ok {
+			a.newBuf(n, KindConstant, mem.Workspace).value = k.value
+			continue
+		}
+		switch n.Op() {
+		case graph.OpInput:
+			a.newBuf(n, KindInput, mem.Input)
+		case graph.OpVariable:
+			a.newBuf(n, KindVariable, roleCategory(n.Attr().Role))
+		case graph.OpReshape:
+			a.join(a.nodeBuf[n.Inputs()[0].ID()], n)
+		case graph.OpAssign:
+			if a.nodeBuf[n.Inputs()[1].ID()] != a.nodeBuf[n.Inputs()[0].ID()] {
+				a.emit = append(a.emit, emitted{node: n, copy: true})
+			}
+		default:
+			a.emit = append(a.emit, emitted{node: n})
+			if a.intoVariable(n) {
+				continue
+			}
+			if b, ok := a.inPlace(n); ok {
+				a.join(b, n)
+				continue
+			}
+			a.newBuf(n, KindArena, mem.Workspace)
+		}
+	}
+	for _, o := range opt.Outputs {
+		b := a.bufs[a.nodeBuf[o.Node.ID()]]
+		if b.Kind == KindArena {
+			b.Kind, b.Name, b.Category = KindOutput, o.Name, mem.Workspace
+			if o.Grad {
+				b.Category = mem.Grad
+			}
+		}
+	}
+	for i, b := range a.bufs {
+		if a.dead[i] || b.Kind != KindArena {
+			continue
+		}
+		for _, id := range b.Nodes {
+			if a.g.Node(id).Phase() == graph.Forward && a.backRead[id] {
+				b.Category = mem.Activation
+			}
+		}
+	}
+	return a
+}
+
+func roleCategory(r graph.Role) mem.Category {
+	switch r {
+	case graph.RoleGrad:
+		return mem.Grad
+	case graph.RoleOptState:
+		return mem.OptState
+	}
+	return mem.Param
+}
+
+func (a *assigner) newBuf(n *graph.Node, kind BufferKind, cat mem.Category) *Buffer {
+	b := &Buffer{ID: len(a.bufs), Kind: kind, Category: cat, Owner: n.Owner(), Site: n.Site(),
+		DType: n.DType(), Shape: n.Shape(), Bytes: mem.Align(n.Bytes()), Offset: -1, Nodes: []int{n.ID()}}
+	if kind == KindInput || kind == KindVariable {
+		b.Name = n.Attr().Name
+	}
+	a.bufs = append(a.bufs, b)
+	a.dead = append(a.dead, false)
+	a.nodeBuf[n.ID()] = b.ID
+	return b
+}
+
+func (a *assigner) join(b int, n *graph.Node) {
+	a.bufs[b].Nodes = append(a.bufs[b].Nodes, n.ID())
+	a.nodeBuf[n.ID()] = b
+}
+
+// groupLast returns the id of the last instruction that reads buffer b.
+func (a *assigner) groupLast(b int, use []int) int {
+	last := -1
+	for _, id := range a.bufs[b].Nodes {
+		last = max(last, use[id])
+	}
+	return last
+}
+
+func (a *assigner) pinned(b int) bool {
+	for _, id := range a.bufs[b].Nodes {
+		if a.output[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// inPlace returns the buffer of an input that n may overwrite: n is
+// elementwise, the input has n's dtype and element count (so element i of
+// the input is element i of the output), lives in the arena, is no output,
+// and n is its last reader.
+func (a *assigner) inPlace(n *graph.Node) (int, bool) {
+	if a.opt.DisableInPlace || n.Op().Class() != graph.ClassElementwise || a.output[n.ID()] {
+		return 0, false
+	}
+	for _, in := range n.Inputs() {
+		if in.DType() != n.DType() || in.Shape().Size() != n.Shape().Size() {
+			continue
+		}
+		b := a.nodeBuf[in.ID()]
+		if a.bufs[b].Kind != KindArena || a.pinned(b) || a.groupLast(b, a.lastUse) != n.ID() {
+			continue
+		}
+		return b, true
+	}
+	return 0, false
+}
+
+// intoVariable makes Assign(v, n) free when it can: n's instruction writes
+// straight into v's buffer. That is legal when every read of v happens
+// before n runs, or is n's own elementwise read (element i is read before it
+// is written), and n is not an output of its own.
+func (a *assigner) intoVariable(n *graph.Node) bool {
+	asg := a.assignOf[n.ID()]
+	if asg == nil || a.opt.DisableInPlace || a.output[n.ID()] {
+		return false
+	}
+	vb := a.nodeBuf[asg.Inputs()[0].ID()]
+	lastRead := a.groupLast(vb, a.lastRead)
+	if lastRead > n.ID() || (lastRead == n.ID() && n.Op().Class() != graph.ClassElementwise) {
+		return false
+	}
+	a.join(vb, n)
+	return true
+}
+
+// plan numbers the surviving buffers, computes arena lifetimes in
+// instruction indices and places the arena.
+func (a *assigner) plan() *Plan {
+	renum := make([]int, len(a.bufs))
+	var bufs []Buffer
+	for i, b := range a.bufs {
+		if a.dead[i] {
+			renum[i] = -1
+			continue
+		}
+		renum[i] = len(bufs)
+		b.ID = len(bufs)
+		bufs = append(bufs, *b)
+	}
+	for id, b := range a.nodeBuf {
+		a.nodeBuf[id] = renum[b]
+	}
+	at := map[int]int{} // node id -> instruction index
+	for i, e := range a.emit {
+		at[e.node.ID()] = i
+	}
+	var arena []int
+	for i := range bufs {
+		b := &bufs[i]
+		if b.Kind != KindArena {
+			continue
+		}
+		b.Start, b.End = len(a.emit), -1
+		for _, id := range b.Nodes {
+			if t, ok := at[id]; ok {
+				b.Start = min(b.Start, t)
+			}
+			if u := a.lastUse[id]; u >= 0 {
+				b.End = max(b.End, at[u])
+			}
+		}
+		b.End = max(b.End, b.Start) // a value nobody reads lives at its definition
+		arena = append(arena, i)
+	}
+	return newPlan(bufs, arena, len(a.emit))
+}
+
+// lower emits the instructions over the final buffer table.
+func (a *assigner) lower() []exec.Instr {
+	out := make([]exec.Instr, 0, len(a.emit))
+	for _, e := range a.emit {
+		n := e.node
+		if e.copy {
+			v, x := n.Inputs()[0], n.Inputs()[1]
+			vb := a.nodeBuf[v.ID()]
+			out = append(out, exec.Instr{Op: graph.OpAssign, Node: n.ID(), Owner: n.Owner(), Site: n.Site(),
+				DType: n.DType(), InDType: n.DType(), Out: vb, In: []int{vb, a.nodeBuf[x.ID()]}, Shape: n.Shape()})
+			continue
+		}
+		ins := make([]int, len(n.Inputs()))
+		for i, in := range n.Inputs() {
+			ins[i] = a.nodeBuf[in.ID()]
+		}
+		out = append(out, lowerNode(n, a.nodeBuf[n.ID()], ins))
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package compile
+
+import (
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/internal/exec"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// lowerNode returns the instruction that computes n into buffer out from
+// the buffers ins of its inputs, with every size and stride precomputed.
+func lowerNode(n *graph.Node, out int, ins []int) exec.Instr {
+	in := n.Inputs()
+	x := in[0]
+	s := n.Shape()
+	it := exec.Instr{Op: n.Op(), Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
+		InDType: x.DType(), Out: out, In: ins, Shape: s}
+	at := n.Attr()
+	switch n.Op() {
+	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
+		a, b := in[0].Shape(), in[1].Shape()
+		switch {
+		case a.Equal(s) && b.Equal(s):
+			it.Path = exec.PathSame
+		case a.Size() == s.Size() && b.Size() == 1:
+			it.Path = exec.PathScalarRight
+		case a.Size() == 1 && b.Size() == s.Size():
+			it.Path = exec.PathScalarLeft
+		default:
+			it.Path = exec.PathBroadcast
+		}
+		it.AStrides, it.BStrides = tensor.BroadcastStrides(a, s), tensor.BroadcastStrides(b, s)
+	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual:
+		it.AStrides, it.BStrides = tensor.BroadcastStrides(in[0].Shape(), s), tensor.BroadcastStrides(in[1].Shape(), s)
+	case graph.OpWhere:
+		it.InDType = in[1].DType()
+		it.CStrides = tensor.BroadcastStrides(in[0].Shape(), s)
+		it.AStrides, it.BStrides = tensor.BroadcastStrides(in[1].Shape(), s), tensor.BroadcastStrides(in[2].Shape(), s)
+	case graph.OpBroadcastTo:
+		it.AStrides = tensor.BroadcastStrides(x.Shape(), s)
+	case graph.OpReduceSum, graph.OpReduceMean, graph.OpReduceMax:
+		keep := x.Shape().Clone()
+		count := 1
+		for _, ax := range at.Axes {
+			count *= keep[ax]
+			keep[ax] = 1
+		}
+		it.XShape = x.Shape()
+		it.DstStrides = tensor.BroadcastStrides(keep, x.Shape())
+		it.Scale = 1 / float64(max(count, 1))
+	case graph.OpMatMul:
+		a, b := in[0].Shape(), in[1].Shape()
+		ra := a.Rank()
+		it.TransA, it.TransB = at.TransA, at.TransB
+		it.M, it.N = s[s.Rank()-2], s[s.Rank()-1]
+		it.K = a[ra-1]
+		if at.TransA {
+			it.K = a[ra-2]
+		}
+		it.Batch = tensor.Shape(s[:s.Rank()-2]).Size()
+		it.SharedB = b.Rank() == 2 && ra > 2
+	case graph.OpSoftmax, graph.OpLogSoftmax, graph.OpSoftmaxGrad, graph.OpLogSoftmaxGrad,
+		graph.OpSoftmaxCrossEntropy, graph.OpSoftmaxCrossEntropyGrad:
+		it.Cols = x.Shape()[x.Shape().Rank()-1]
+		it.Rows = x.Shape().Size() / max(it.Cols, 1)
+	case graph.OpTranspose:
+		it.XShape, it.Perm = x.Shape(), at.Perm
+	case graph.OpConcat:
+		it.Outer = tensor.Shape(s[:at.Axis]).Size()
+		it.Inners = make([]int, len(in))
+		for i, p := range in {
+			it.Inners[i] = tensor.Shape(p.Shape()[at.Axis:]).Size()
+		}
+	case graph.OpSlice:
+		it.XShape, it.Starts, it.Ends = x.Shape(), at.Starts, at.Ends
+	case graph.OpUnslice:
+		it.Starts = at.Starts
+	case graph.OpGather:
+		it.RowSize = tensor.Shape(x.Shape()[1:]).Size()
+	case graph.OpScatterAdd:
+		it.RowSize = tensor.Shape(s[1:]).Size()
+	case graph.OpOneHot:
+		it.Depth = at.Depth
+	}
+	return it
+}

@@ -1,0 +1,33 @@
+// Package graph is headroom's intermediate representation: an immutable,
+// append-only graph of typed, shaped nodes that a training step is written in
+// before it is differentiated (package autodiff), planned and lowered
+// (package compile) and run (package runtime).
+//
+// Terms:
+//   - Graph: the container. Nodes are appended and never changed, so a node's
+//     id is its position in a topological order: every input has a smaller id.
+//   - Node: one value, produced by one Op from input nodes, with a DType and a
+//     Shape checked when the node is built. A node also records its owner (the
+//     scope path, e.g. "dense1/matmul"), the phase that built it (forward,
+//     backward, update) and the Go call site of the user code that built it;
+//     the planner uses these to name and categorize buffers.
+//   - Op: an ordered enum. Each op has one builder function here (ops are free
+//     functions: graph.MatMul(x, w)), one reference kernel (package kernels),
+//     one VJP rule (package autodiff) and one lowering (package
+//     internal/exec). No closures live on nodes, so every pass can inspect
+//     every node.
+//   - Leaves: Input (fed each step), Variable (persistent state with a Role:
+//     param, grad or optstate) and Constant (a value known when building).
+//   - Assign: the only side effect. Assign(v, x) makes x the value of
+//     Variable v after the step. Every read of v in the step sees the value
+//     from before the step; compile rejects a read of v built after its Assign.
+//
+// Errors: building a node with mismatched shapes or dtypes panics with a
+// *graph.Error naming the op and the shapes, at the call site, as a typo in a
+// model should. Catch (and compile.Build) recover such panics into an error
+// for callers that want one; no other panic is recovered.
+//
+// Broadcasting follows NumPy: binary arithmetic and comparisons broadcast
+// their operands; there is no implicit dtype promotion (as in TensorFlow), so
+// mixing float32 and float64 is an error: use Cast.
+package graph

@@ -1,0 +1,68 @@
+package graph
+
+import "github.com/headroom-ml/headroom/tensor"
+
+// The builders in this file make the internal ops that autodiff uses for
+// gradients. They check shapes like every other builder.
+
+func sameShape(op Op, a, b *Node) {
+	if a.dtype != b.dtype || !a.shape.Equal(b.shape) {
+		a.g.throw(op, "operands differ: %s%v vs %s%v", a.dtype, a.shape, b.dtype, b.shape)
+	}
+}
+
+func gradOp(op Op, y, g *Node) *Node {
+	sameShape(op, y, g)
+	return y.g.add(op, y.dtype, y.shape, Attr{}, y, g)
+}
+
+// ReluGrad returns g where x > 0 and 0 elsewhere.
+func ReluGrad(x, g *Node) *Node { return gradOp(OpReluGrad, x, g) }
+
+// SigmoidGrad returns g*y*(1-y) for y = Sigmoid(x).
+func SigmoidGrad(y, g *Node) *Node { return gradOp(OpSigmoidGrad, y, g) }
+
+// TanhGrad returns g*(1-y*y) for y = Tanh(x).
+func TanhGrad(y, g *Node) *Node { return gradOp(OpTanhGrad, y, g) }
+
+// SoftmaxGrad returns y*(g - sum(g*y)) over the last axis for y = Softmax(x).
+func SoftmaxGrad(y, g *Node) *Node { return gradOp(OpSoftmaxGrad, y, g) }
+
+// LogSoftmaxGrad returns g - exp(y)*sum(g) over the last axis for y = LogSoftmax(x).
+func LogSoftmaxGrad(y, g *Node) *Node { return gradOp(OpLogSoftmaxGrad, y, g) }
+
+// SoftmaxCrossEntropyGrad returns g[i]*(softmax(logits[i]) - onehot(labels[i]))
+// for the per-example gradient g [...] of SoftmaxCrossEntropy.
+func SoftmaxCrossEntropyGrad(logits, labels, g *Node) *Node {
+	gr := logits.g
+	batch := logits.shape[:logits.shape.Rank()-1]
+	if !g.shape.Equal(batch) || g.dtype != logits.dtype || !labels.shape.Equal(batch) {
+		gr.throw(OpSoftmaxCrossEntropyGrad, "gradient %s%v and labels %v do not match logits %s%v", g.dtype, g.shape, labels.shape, logits.dtype, logits.shape)
+	}
+	return gr.add(OpSoftmaxCrossEntropyGrad, logits.dtype, logits.shape, Attr{}, logits, labels, g)
+}
+
+// Unslice places x into a zero tensor of shape at starts: the gradient of Slice.
+func Unslice(x *Node, shape tensor.Shape, starts []int) *Node {
+	g := x.g
+	if len(starts) != shape.Rank() || x.shape.Rank() != shape.Rank() {
+		g.throw(OpUnslice, "%v at %v does not fit %v", x.shape, starts, shape)
+	}
+	for i := range starts {
+		if starts[i] < 0 || starts[i]+x.shape[i] > shape[i] {
+			g.throw(OpUnslice, "%v at %v does not fit %v", x.shape, starts, shape)
+		}
+	}
+	return g.add(OpUnslice, x.dtype, shape, Attr{Starts: append([]int{}, starts...)}, x)
+}
+
+// ScatterAdd returns a zero tensor of shape [V, ...] with each row g[i]
+// added at row indices[i]: the gradient of Gather.
+func ScatterAdd(indices, g *Node, shape tensor.Shape) *Node {
+	gr := g.g
+	want := append(indices.shape.Clone(), shape[1:]...)
+	if indices.dtype != tensor.Int32 || !g.shape.Equal(want) {
+		gr.throw(OpScatterAdd, "gradient %v and indices %s%v do not fit %v", g.shape, indices.dtype, indices.shape, shape)
+	}
+	return gr.add(OpScatterAdd, g.dtype, shape, Attr{}, indices, g)
+}

@@ -1,0 +1,163 @@
+package graph
+
+// Op identifies what a node computes. The order is fixed: append new ops at
+// the end of their family and keep opInfo in step.
+type Op uint16
+
+// The ops. Ops marked internal are built by autodiff for gradients; they have
+// reference kernels but no VJP rule (headroom does not take second
+// derivatives).
+const (
+	OpInvalid Op = iota
+
+	// leaves
+	OpInput
+	OpVariable
+	OpConstant
+
+	// elementwise unary
+	OpNeg
+	OpExp
+	OpLog
+	OpSqrt
+	OpRelu
+	OpSigmoid
+	OpTanh
+	OpCast
+
+	// elementwise binary, broadcasting
+	OpAdd
+	OpSub
+	OpMul
+	OpDiv
+	OpMaximum
+	OpMinimum
+
+	// comparisons (Bool result, broadcasting) and selection
+	OpEqual
+	OpNotEqual
+	OpLess
+	OpLessEqual
+	OpGreater
+	OpGreaterEqual
+	OpWhere
+
+	// reductions over axes
+	OpReduceSum
+	OpReduceMean
+	OpReduceMax
+
+	// linear algebra
+	OpMatMul
+
+	// softmax family over the last axis
+	OpSoftmax
+	OpLogSoftmax
+	OpSoftmaxCrossEntropy // per-example loss from logits and int32 labels
+
+	// shape and data movement
+	OpReshape
+	OpTranspose
+	OpBroadcastTo
+	OpConcat
+	OpSlice
+	OpGather
+	OpOneHot
+
+	// internal: gradient helpers built by autodiff
+	OpReluGrad
+	OpSigmoidGrad
+	OpTanhGrad
+	OpSoftmaxGrad
+	OpLogSoftmaxGrad
+	OpSoftmaxCrossEntropyGrad
+	OpUnslice
+	OpScatterAdd
+
+	// side effect
+	OpAssign
+
+	NumOps
+)
+
+// OpClass groups ops by how the planner and the executor treat them.
+type OpClass uint8
+
+// The classes.
+const (
+	ClassLeaf        OpClass = iota
+	ClassElementwise         // output element i depends only on input elements i (after broadcasting): may run in place
+	ClassOther
+	ClassAlias // output is a view of the input's bytes (no kernel)
+	ClassEffect
+)
+
+var opInfo = [NumOps]struct {
+	name  string
+	class OpClass
+}{
+	OpInvalid:                 {"invalid", ClassOther},
+	OpInput:                   {"input", ClassLeaf},
+	OpVariable:                {"variable", ClassLeaf},
+	OpConstant:                {"constant", ClassLeaf},
+	OpNeg:                     {"neg", ClassElementwise},
+	OpExp:                     {"exp", ClassElementwise},
+	OpLog:                     {"log", ClassElementwise},
+	OpSqrt:                    {"sqrt", ClassElementwise},
+	OpRelu:                    {"relu", ClassElementwise},
+	OpSigmoid:                 {"sigmoid", ClassElementwise},
+	OpTanh:                    {"tanh", ClassElementwise},
+	OpCast:                    {"cast", ClassOther},
+	OpAdd:                     {"add", ClassElementwise},
+	OpSub:                     {"sub", ClassElementwise},
+	OpMul:                     {"mul", ClassElementwise},
+	OpDiv:                     {"div", ClassElementwise},
+	OpMaximum:                 {"maximum", ClassElementwise},
+	OpMinimum:                 {"minimum", ClassElementwise},
+	OpEqual:                   {"equal", ClassOther},
+	OpNotEqual:                {"not_equal", ClassOther},
+	OpLess:                    {"less", ClassOther},
+	OpLessEqual:               {"less_equal", ClassOther},
+	OpGreater:                 {"greater", ClassOther},
+	OpGreaterEqual:            {"greater_equal", ClassOther},
+	OpWhere:                   {"where", ClassElementwise},
+	OpReduceSum:               {"reduce_sum", ClassOther},
+	OpReduceMean:              {"reduce_mean", ClassOther},
+	OpReduceMax:               {"reduce_max", ClassOther},
+	OpMatMul:                  {"matmul", ClassOther},
+	OpSoftmax:                 {"softmax", ClassOther},
+	OpLogSoftmax:              {"log_softmax", ClassOther},
+	OpSoftmaxCrossEntropy:     {"softmax_cross_entropy", ClassOther},
+	OpReshape:                 {"reshape", ClassAlias},
+	OpTranspose:               {"transpose", ClassOther},
+	OpBroadcastTo:             {"broadcast_to", ClassOther},
+	OpConcat:                  {"concat", ClassOther},
+	OpSlice:                   {"slice", ClassOther},
+	OpGather:                  {"gather", ClassOther},
+	OpOneHot:                  {"one_hot", ClassOther},
+	OpReluGrad:                {"relu_grad", ClassElementwise},
+	OpSigmoidGrad:             {"sigmoid_grad", ClassElementwise},
+	OpTanhGrad:                {"tanh_grad", ClassElementwise},
+	OpSoftmaxGrad:             {"softmax_grad", ClassOther},
+	OpLogSoftmaxGrad:          {"log_softmax_grad", ClassOther},
+	OpSoftmaxCrossEntropyGrad: {"softmax_cross_entropy_grad", ClassOther},
+	OpUnslice:                 {"unslice", ClassOther},
+	OpScatterAdd:              {"scatter_add", ClassOther},
+	OpAssign:                  {"assign", ClassEffect},
+}
+
+// String returns the op's snake_case name, as plans and errors print it.
+func (o Op) String() string {
+	if o < NumOps && opInfo[o].name != "" {
+		return opInfo[o].name
+	}
+	return "op?"
+}
+
+// Class returns how the planner treats the op.
+func (o Op) Class() OpClass {
+	if o < NumOps {
+		return opInfo[o].class
+	}
+	return ClassOther
+}

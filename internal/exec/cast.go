@@ -1,0 +1,135 @@
+package exec
+
+import (
+	"unsafe"
+
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// asAny views b as elements of T (any fixed-size type) without copying.
+func asAny[T any](b []byte) []T {
+	var z T
+	n := int(unsafe.Sizeof(z))
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/n)
+}
+
+// cast converts between any two dtypes.
+func (b *Bound) cast() error {
+	src, dst := b.in[0], b.out
+	switch b.DType {
+	case tensor.Float32:
+		return castTo(b, tensor.As[float32](dst), src)
+	case tensor.Float64:
+		return castTo(b, tensor.As[float64](dst), src)
+	case tensor.Int32:
+		return castTo(b, tensor.As[int32](dst), src)
+	case tensor.Int64:
+		return castTo(b, tensor.As[int64](dst), src)
+	case tensor.Uint8:
+		return castTo(b, dst, src)
+	case tensor.Bool:
+		// nonzero is true, as NumPy's astype(bool)
+		for i := range dst {
+			dst[i] = 0
+		}
+		sz := b.InDType.Size()
+		for i := range dst {
+			for _, c := range src[i*sz : (i+1)*sz] {
+				if c != 0 {
+					dst[i] = 1
+					break
+				}
+			}
+		}
+		if b.InDType.IsFloat() { // -0.0 is false
+			t, _ := tensor.FromBytes(b.InDType, tensor.Shape{len(dst)}, src)
+			for i := range dst {
+				if t.Float64At(i) == 0 {
+					dst[i] = 0
+				}
+			}
+		}
+		return nil
+	case tensor.Float16, tensor.BFloat16:
+		// through float32: every source converts to float32 exactly or by one rounding
+		n := len(dst) / 2
+		srcT, _ := tensor.FromBytes(b.InDType, tensor.Shape{n}, src)
+		if b.DType == tensor.Float16 {
+			d := tensor.As16[tensor.F16](dst)
+			if b.InDType == tensor.Float32 {
+				kernels.Float32ToF16(d, tensor.As[float32](src))
+				return nil
+			}
+			for i := range d {
+				d[i] = tensor.ToFloat16(float32(srcT.Float64At(i)))
+			}
+			return nil
+		}
+		d := tensor.As16[tensor.BF16](dst)
+		if b.InDType == tensor.Float32 {
+			kernels.Float32ToBF16(d, tensor.As[float32](src))
+			return nil
+		}
+		for i := range d {
+			d[i] = tensor.ToBFloat16(float32(srcT.Float64At(i)))
+		}
+		return nil
+	}
+	return b.fail("cannot cast %s to %s", b.InDType, b.DType)
+}
+
+func castTo[D kernels.Number](b *Bound, dst []D, src []byte) error {
+	switch b.InDType {
+	case tensor.Float32:
+		kernels.Convert(dst, tensor.As[float32](src))
+	case tensor.Float64:
+		kernels.Convert(dst, tensor.As[float64](src))
+	case tensor.Int32:
+		kernels.Convert(dst, tensor.As[int32](src))
+	case tensor.Int64:
+		kernels.Convert(dst, tensor.As[int64](src))
+	case tensor.Uint8, tensor.Bool:
+		kernels.Convert(dst, src)
+	case tensor.Float16:
+		s := tensor.As16[tensor.F16](src)
+		for i := range dst {
+			dst[i] = D(s[i].Float32())
+		}
+	case tensor.BFloat16:
+		s := tensor.As16[tensor.BF16](src)
+		if f, ok := any(dst).([]float32); ok {
+			kernels.BF16ToFloat32(f, s)
+			return nil
+		}
+		for i := range dst {
+			dst[i] = D(s[i].Float32())
+		}
+	default:
+		return b.fail("cannot cast %s to %s", b.InDType, b.DType)
+	}
+	return nil
+}
+
+// compare runs a comparison on the input dtype.
+func (b *Bound) compare() error {
+	op := compareOp(b.Op)
+	switch b.InDType {
+	case tensor.Float32:
+		kernels.Compare(op, b.out, tensor.As[float32](b.in[0]), tensor.As[float32](b.in[1]), b.Shape, b.AStrides, b.BStrides)
+	case tensor.Float64:
+		kernels.Compare(op, b.out, tensor.As[float64](b.in[0]), tensor.As[float64](b.in[1]), b.Shape, b.AStrides, b.BStrides)
+	case tensor.Int32:
+		kernels.Compare(op, b.out, tensor.As[int32](b.in[0]), tensor.As[int32](b.in[1]), b.Shape, b.AStrides, b.BStrides)
+	case tensor.Int64:
+		kernels.Compare(op, b.out, tensor.As[int64](b.in[0]), tensor.As[int64](b.in[1]), b.Shape, b.AStrides, b.BStrides)
+	case tensor.Uint8:
+		kernels.Compare(op, b.out, b.in[0], b.in[1], b.Shape, b.AStrides, b.BStrides)
+	default:
+		return b.fail("cannot compare %s values", b.InDType)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package exec
+
+import (
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// compute runs the float ops on T.
+func compute[T kernels.Float](b *Bound) error {
+	dst := tensor.As[T](b.out)
+	x := tensor.As[T](b.in[0])
+	switch b.Op {
+	case graph.OpNeg:
+		kernels.Neg(dst, x)
+	case graph.OpExp:
+		kernels.Exp(dst, x)
+	case graph.OpLog:
+		kernels.Log(dst, x)
+	case graph.OpSqrt:
+		kernels.Sqrt(dst, x)
+	case graph.OpRelu:
+		kernels.Relu(dst, x)
+	case graph.OpSigmoid:
+		kernels.Sigmoid(dst, x)
+	case graph.OpTanh:
+		kernels.Tanh(dst, x)
+	case graph.OpReluGrad:
+		kernels.ReluGrad(dst, x, tensor.As[T](b.in[1]))
+	case graph.OpSigmoidGrad:
+		kernels.SigmoidGrad(dst, x, tensor.As[T](b.in[1]))
+	case graph.OpTanhGrad:
+		kernels.TanhGrad(dst, x, tensor.As[T](b.in[1]))
+	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
+		op, y := binaryOp(b.Op), tensor.As[T](b.in[1])
+		switch b.Path {
+		case PathSame:
+			kernels.Binary(op, dst, x, y)
+		case PathScalarRight:
+			kernels.BinaryScalar(op, dst, x, y[0])
+		case PathScalarLeft:
+			kernels.ScalarBinary(op, dst, x[0], y)
+		default:
+			kernels.BinaryBroadcast(op, dst, x, y, b.Shape, b.AStrides, b.BStrides)
+		}
+	case graph.OpReduceSum:
+		kernels.ReduceSum(dst, x, b.XShape, b.DstStrides)
+	case graph.OpReduceMean:
+		kernels.ReduceSum(dst, x, b.XShape, b.DstStrides)
+		kernels.BinaryScalar(kernels.Mul, dst, dst, T(b.Scale))
+	case graph.OpReduceMax:
+		kernels.ReduceMax(dst, x, b.XShape, b.DstStrides)
+	case graph.OpMatMul:
+		y := tensor.As[T](b.in[1])
+		am, bm, cm := b.M*b.K, b.K*b.N, b.M*b.N
+		if b.SharedB && !b.TransA {
+			// rows of every batch element are contiguous: one product
+			kernels.MatMul(dst, x, y, b.Batch*b.M, b.N, b.K, false, b.TransB, false)
+			break
+		}
+		for i := 0; i < b.Batch; i++ {
+			yb := y
+			if !b.SharedB {
+				yb = y[i*bm : (i+1)*bm]
+			}
+			kernels.MatMul(dst[i*cm:(i+1)*cm], x[i*am:(i+1)*am], yb, b.M, b.N, b.K, b.TransA, b.TransB, false)
+		}
+	case graph.OpSoftmax:
+		kernels.Softmax(dst, x, b.Rows, b.Cols)
+	case graph.OpLogSoftmax:
+		kernels.LogSoftmax(dst, x, b.Rows, b.Cols)
+	case graph.OpSoftmaxGrad:
+		kernels.SoftmaxGrad(dst, x, tensor.As[T](b.in[1]), b.Rows, b.Cols)
+	case graph.OpLogSoftmaxGrad:
+		kernels.LogSoftmaxGrad(dst, x, tensor.As[T](b.in[1]), b.Rows, b.Cols)
+	case graph.OpSoftmaxCrossEntropy:
+		if bad := kernels.SoftmaxCrossEntropy(dst, x, tensor.As[int32](b.in[1]), b.Rows, b.Cols); bad >= 0 {
+			return b.fail("label %d of example %d is outside [0, %d)", tensor.As[int32](b.in[1])[bad], bad, b.Cols)
+		}
+	case graph.OpSoftmaxCrossEntropyGrad:
+		labels := tensor.As[int32](b.in[1])
+		if bad := kernels.SoftmaxCrossEntropyGrad(dst, x, labels, tensor.As[T](b.in[2]), b.Rows, b.Cols); bad >= 0 {
+			return b.fail("label %d of example %d is outside [0, %d)", labels[bad], bad, b.Cols)
+		}
+	case graph.OpScatterAdd:
+		idx := tensor.As[int32](b.in[0])
+		kernels.Fill(dst, 0)
+		if bad := kernels.ScatterAdd(dst, idx, tensor.As[T](b.in[1]), b.RowSize); bad >= 0 {
+			return b.fail("index %d at position %d is outside [0, %d)", idx[bad], bad, len(dst)/max(1, b.RowSize))
+		}
+	case graph.OpOneHot:
+		kernels.OneHot(dst, tensor.As[int32](b.in[0]), b.Depth)
+	default:
+		return b.fail("no %s kernel for %s", b.DType, b.Op)
+	}
+	return nil
+}
+
+// move runs the data-movement ops on elements of T's size.
+func move[T any](b *Bound) error {
+	d := asAny[T](b.out)
+	x := asAny[T](b.in[0])
+	switch b.Op {
+	case graph.OpAssign:
+		kernels.Copy(d, asAny[T](b.in[1]))
+	case graph.OpTranspose:
+		kernels.Transpose(d, x, b.XShape, b.Perm)
+	case graph.OpBroadcastTo:
+		kernels.BroadcastTo(d, x, b.Shape, b.AStrides)
+	case graph.OpConcat:
+		kernels.Concat(d, b.parts.([][]T), b.Outer, b.Inners)
+	case graph.OpSlice:
+		kernels.Slice(d, x, b.XShape, b.Starts, b.Ends)
+	case graph.OpUnslice:
+		kernels.Unslice(d, x, b.Shape, b.Starts)
+	case graph.OpGather:
+		idx := tensor.As[int32](b.in[1])
+		if bad := kernels.Gather(d, x, idx, b.RowSize); bad >= 0 {
+			return b.fail("index %d at position %d is outside [0, %d)", idx[bad], bad, len(x)/max(1, b.RowSize))
+		}
+	case graph.OpWhere:
+		kernels.Where(d, b.in[0], asAny[T](b.in[1]), asAny[T](b.in[2]), b.Shape, b.CStrides, b.AStrides, b.BStrides)
+	default:
+		return b.fail("no data-movement kernel for %s", b.Op)
+	}
+	return nil
+}

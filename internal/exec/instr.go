@@ -1,0 +1,180 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// BinaryPath selects the loop for elementwise binary ops and comparisons.
+type BinaryPath uint8
+
+// The paths, from fastest to most general.
+const (
+	PathSame        BinaryPath = iota // operands have the output's shape
+	PathScalarRight                   // b is a single element
+	PathScalarLeft                    // a is a single element
+	PathBroadcast                     // general strides
+)
+
+// Instr is one lowered op application. Buffer indices refer to the
+// program's buffer table; every size is in elements unless named Bytes.
+type Instr struct {
+	Op      graph.Op
+	Node    int    // graph node id
+	Owner   string // the node's owner
+	Site    string // the user's file:line
+	DType   tensor.DType
+	InDType tensor.DType // dtype of the first input (casts, comparisons)
+	Out     int
+	In      []int
+	Shape   []int // output shape
+
+	Path               BinaryPath
+	AStrides, BStrides []int // broadcasting strides of the inputs into Shape
+	CStrides           []int // where: strides of the condition
+
+	M, N, K, Batch     int // matmul: per-batch op(a) [M,K] · op(b) [K,N]
+	TransA, TransB     bool
+	SharedB            bool // matmul: b is one matrix for every batch element
+	Rows, Cols         int  // softmax family; reductions with one reduced block
+	XShape, DstStrides []int
+	Scale              float64 // reduce_mean: 1/count
+	Perm               []int   // transpose (input shape in XShape)
+	Starts, Ends       []int   // slice (input shape in XShape), unslice (output shape in Shape)
+	Outer              int     // concat
+	Inners             []int   // concat: inner sizes of each part
+	RowSize            int     // gather, scatter_add
+	Depth              int     // one_hot
+}
+
+// RunError is a data error found while running an instruction.
+type RunError struct {
+	Op    graph.Op
+	Owner string
+	Site  string
+	Msg   string
+}
+
+func (e *RunError) Error() string {
+	s := fmt.Sprintf("%s (%s", e.Op, e.Owner)
+	if e.Site != "" {
+		s += ", built at " + e.Site
+	}
+	return s + "): " + e.Msg
+}
+
+// Bound is an Instr bound to the bytes of its buffers, ready to run.
+type Bound struct {
+	*Instr
+	out   []byte
+	in    [3][]byte
+	parts any // concat: [][]T for the element size
+}
+
+// Bind binds in to bufs, the bytes of every buffer of the program.
+func Bind(in *Instr, bufs [][]byte) Bound {
+	b := Bound{Instr: in, out: bufs[in.Out]}
+	if len(in.In) <= len(b.in) {
+		for i, id := range in.In {
+			b.in[i] = bufs[id]
+		}
+	}
+	if in.Op == graph.OpConcat {
+		parts := make([][]byte, len(in.In))
+		for i, id := range in.In {
+			parts[i] = bufs[id]
+		}
+		switch in.DType.Size() {
+		case 1:
+			b.parts = views[uint8](parts)
+		case 2:
+			b.parts = views[uint16](parts)
+		case 4:
+			b.parts = views[uint32](parts)
+		case 8:
+			b.parts = views[uint64](parts)
+		}
+	}
+	return b
+}
+
+func views[T any](parts [][]byte) [][]T {
+	out := make([][]T, len(parts))
+	for i, p := range parts {
+		out[i] = asAny[T](p)
+	}
+	return out
+}
+
+func (b *Bound) fail(format string, args ...any) error {
+	return &RunError{Op: b.Op, Owner: b.Owner, Site: b.Site, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Run executes the instruction. It does not allocate unless it fails.
+func (b *Bound) Run() error {
+	switch b.Op {
+	case graph.OpCast:
+		return b.cast()
+	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual:
+		return b.compare()
+	case graph.OpTranspose, graph.OpBroadcastTo, graph.OpConcat, graph.OpSlice, graph.OpUnslice,
+		graph.OpGather, graph.OpWhere, graph.OpAssign:
+		switch b.DType.Size() {
+		case 1:
+			return move[uint8](b)
+		case 2:
+			return move[uint16](b)
+		case 4:
+			return move[uint32](b)
+		case 8:
+			return move[uint64](b)
+		}
+	}
+	switch b.DType {
+	case tensor.Float32:
+		return compute[float32](b)
+	case tensor.Float64:
+		return compute[float64](b)
+	}
+	return b.fail("no kernel for %s on %s", b.Op, b.DType)
+}
+
+// binaryOp maps an arithmetic op to its kernel operator.
+func binaryOp(op graph.Op) kernels.BinaryOp {
+	switch op {
+	case graph.OpAdd:
+		return kernels.Add
+	case graph.OpSub:
+		return kernels.Sub
+	case graph.OpMul:
+		return kernels.Mul
+	case graph.OpDiv:
+		return kernels.Div
+	case graph.OpMaximum:
+		return kernels.Max
+	case graph.OpMinimum:
+		return kernels.Min
+	}
+	panic("exec: not a binary op: " + op.String())
+}
+
+func compareOp(op graph.Op) kernels.CompareOp {
+	switch op {
+	case graph.OpEqual:
+		return kernels.Equal
+	case graph.OpNotEqual:
+		return kernels.NotEqual
+	case graph.OpLess:
+		return kernels.Less
+	case graph.OpLessEqual:
+		return kernels.LessEqual
+	case graph.OpGreater:
+		return kernels.Greater
+	case graph.OpGreaterEqual:
+		return kernels.GreaterEqual
+	}
+	panic("exec: not a comparison: " + op.String())
+}
