@@ -94,3 +94,16 @@ func Grad(loss *graph.Node, wrt ...*graph.Node) []*graph.Node {
 	}
 	return out
 }
+
+// Differentiable reports whether op has a VJP rule that passes gradients to
+// some input (the gradient checks use it to prove they cover every rule).
+func Differentiable(op graph.Op) bool {
+	if rules[op] == nil {
+		return false
+	}
+	switch op {
+	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual, graph.OpOneHot:
+		return false
+	}
+	return true
+}

@@ -70,6 +70,20 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 			}
 		}
 	}
+	// A view's readers read its source: carry their last use back (views
+	// have larger ids than their sources, so one backward sweep suffices).
+	for id := n - 1; id >= 0; id-- {
+		c := g.Node(id)
+		if !live[id] || c.Op().Class() != graph.ClassAlias {
+			continue
+		}
+		if _, ok := konst[id]; ok {
+			continue
+		}
+		src := c.Inputs()[0].ID()
+		a.lastUse[src] = max(a.lastUse[src], a.lastUse[id])
+		a.lastRead[src] = max(a.lastRead[src], a.lastRead[id])
+	}
 
 	for _, n := range g.Nodes() {
 		if !live[n.ID()] {

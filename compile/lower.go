@@ -74,6 +74,10 @@ func lowerNode(n *graph.Node, out int, ins []int) exec.Instr {
 		it.XShape, it.Starts, it.Ends = x.Shape(), at.Starts, at.Ends
 	case graph.OpUnslice:
 		it.Starts = at.Starts
+		it.Ends = make([]int, len(at.Starts))
+		for i, st := range at.Starts {
+			it.Ends[i] = st + x.Shape()[i]
+		}
 	case graph.OpGather:
 		it.RowSize = tensor.Shape(x.Shape()[1:]).Size()
 	case graph.OpScatterAdd:

@@ -215,3 +215,37 @@ func (p *Plan) String() string {
 	}
 	return b.String()
 }
+
+// Validate checks the plan's invariants: arena buffers that are live at the
+// same instruction do not overlap, every arena buffer lies inside the arena,
+// and the arena is no smaller than the lower bound.
+func (p *Plan) Validate() error {
+	var arena []*Buffer
+	for i := range p.Buffers {
+		b := &p.Buffers[i]
+		if b.Kind != KindArena {
+			continue
+		}
+		if b.Offset < 0 || b.Offset+b.Bytes > p.ArenaBytes || b.Offset%mem.Alignment != 0 {
+			return fmt.Errorf("compile: buffer b%d (%s) at [%d, %d) is outside the %d-byte arena or misaligned", b.ID, b.Owner, b.Offset, b.Offset+b.Bytes, p.ArenaBytes)
+		}
+		if b.Start > b.End {
+			return fmt.Errorf("compile: buffer b%d (%s) lives [%d, %d]", b.ID, b.Owner, b.Start, b.End)
+		}
+		arena = append(arena, b)
+	}
+	for i, x := range arena {
+		for _, y := range arena[i+1:] {
+			if x.End < y.Start || y.End < x.Start || x.Bytes == 0 || y.Bytes == 0 {
+				continue
+			}
+			if x.Offset < y.Offset+y.Bytes && y.Offset < x.Offset+x.Bytes {
+				return fmt.Errorf("compile: buffers b%d (%s, live [%d,%d]) and b%d (%s, live [%d,%d]) overlap in the arena", x.ID, x.Owner, x.Start, x.End, y.ID, y.Owner, y.Start, y.End)
+			}
+		}
+	}
+	if p.ArenaBytes < p.LowerBound {
+		return fmt.Errorf("compile: arena %d B is below the lower bound %d B", p.ArenaBytes, p.LowerBound)
+	}
+	return nil
+}

@@ -112,7 +112,7 @@ func move[T any](b *Bound) error {
 	case graph.OpSlice:
 		kernels.Slice(d, x, b.XShape, b.Starts, b.Ends)
 	case graph.OpUnslice:
-		kernels.Unslice(d, x, b.Shape, b.Starts)
+		kernels.UnsliceRegion(d, x, b.Shape, b.Starts, b.Ends)
 	case graph.OpGather:
 		idx := tensor.As[int32](b.in[1])
 		if bad := kernels.Gather(d, x, idx, b.RowSize); bad >= 0 {
