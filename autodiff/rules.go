@@ -52,14 +52,16 @@ func init() {
 			zero := graph.ScalarLike(gy, 0)
 			return []*graph.Node{nil, unbroadcast(graph.Where(c, gy, zero), a), unbroadcast(graph.Where(c, zero, gy), b)}
 		},
-		graph.OpReduceSum:           func(n, gy *graph.Node) []*graph.Node { return one(expandReduced(n, gy)) },
-		graph.OpReduceMean:          ruleReduceMean,
-		graph.OpReduceMax:           ruleReduceMax,
-		graph.OpMatMul:              ruleMatMul,
-		graph.OpSoftmax:             func(n, gy *graph.Node) []*graph.Node { return one(graph.SoftmaxGrad(n, gy)) },
-		graph.OpLogSoftmax:          func(n, gy *graph.Node) []*graph.Node { return one(graph.LogSoftmaxGrad(n, gy)) },
-		graph.OpSoftmaxCrossEntropy: func(n, gy *graph.Node) []*graph.Node { return two(graph.SoftmaxCrossEntropyGrad(in(n, 0), in(n, 1), gy), nil) },
-		graph.OpReshape:             func(n, gy *graph.Node) []*graph.Node { return one(graph.Reshape(gy, in(n, 0).Shape()...)) },
+		graph.OpReduceSum:  func(n, gy *graph.Node) []*graph.Node { return one(expandReduced(n, gy)) },
+		graph.OpReduceMean: ruleReduceMean,
+		graph.OpReduceMax:  ruleReduceMax,
+		graph.OpMatMul:     ruleMatMul,
+		graph.OpSoftmax:    func(n, gy *graph.Node) []*graph.Node { return one(graph.SoftmaxGrad(n, gy)) },
+		graph.OpLogSoftmax: func(n, gy *graph.Node) []*graph.Node { return one(graph.LogSoftmaxGrad(n, gy)) },
+		graph.OpSoftmaxCrossEntropy: func(n, gy *graph.Node) []*graph.Node {
+			return two(graph.SoftmaxCrossEntropyGrad(in(n, 0), in(n, 1), gy), nil)
+		},
+		graph.OpReshape: func(n, gy *graph.Node) []*graph.Node { return one(graph.Reshape(gy, in(n, 0).Shape()...)) },
 		graph.OpTranspose: func(n, gy *graph.Node) []*graph.Node {
 			perm := n.Attr().Perm
 			inv := make([]int, len(perm))
