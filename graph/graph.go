@@ -222,9 +222,19 @@ func isBuilderFrame(fn string) bool {
 	return false
 }
 
+// moduleRoot is the directory that holds this module's source, found from
+// this file's own path, so sites print relative to it ("nn/dense.go:40").
+var moduleRoot = func() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(file, "graph/graph.go")
+}()
+
 func trimPath(file string) string {
-	if i := strings.LastIndex(file, "/headroom/"); i >= 0 {
-		return file[i+len("/headroom/"):]
+	if moduleRoot != "" && strings.HasPrefix(file, moduleRoot) {
+		return file[len(moduleRoot):]
 	}
 	return file
 }

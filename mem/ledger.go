@@ -102,7 +102,7 @@ func (l *Ledger) Charge(cat Category, owner string, bytes int64) error {
 	return l.charge(cat, owner, bytes, nil)
 }
 
-// charge charges l and its ancestors, all or nothing. When wait is non-nil it
+// charge charges l and its ancestors, all or nothing. When ctx is non-nil it
 // blocks on l (the innermost ledger) until the charge fits or ctx ends.
 func (l *Ledger) charge(cat Category, owner string, bytes int64, ctx context.Context) error {
 	l.mu.Lock()

@@ -12,12 +12,23 @@ func (l *Ledger) Move(from, to Category, owner string, bytes int64) {
 		panic("mem: move of " + owner + " (" + from.String() + ") exceeds what was charged")
 	}
 	e.live -= bytes
+	l.byCat[from] -= bytes
+	k := ownerKey{to, owner}
+	d := l.owners[k]
+	if d == nil {
+		d = &ownerEntry{}
+		l.owners[k] = d
+	}
+	// Counts follow the charge: it moves whole when nothing is left behind.
 	if e.live == 0 {
 		e.count--
+		d.count++
+	} else if d.live == 0 {
+		d.count++
 	}
-	l.byCat[from] -= bytes
-	l.live -= bytes
-	l.addLocked(to, owner, bytes)
+	d.live += bytes
+	d.peak = max(d.peak, d.live)
+	l.byCat[to] += bytes
 	l.mu.Unlock()
 	if l.parent != nil {
 		l.parent.Move(from, to, owner, bytes)

@@ -2,6 +2,8 @@ package mem
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -68,31 +70,48 @@ func FormatBytes(n int64) string {
 }
 
 // ParseBytes parses a size such as "512MiB", "1.5GiB", "64KB" or "1000".
-// Binary (KiB, MiB, GiB, TiB) and decimal (KB, MB, GB, TB) units are accepted.
+// Binary (KiB, MiB, GiB, TiB; K, M, G) and decimal (KB, MB, GB, TB) units are
+// accepted, with optional space before the unit. The number is plain decimal
+// (digits, an optional fraction and exponent); the result is rounded to the
+// nearest byte and must fit in an int64.
 func ParseBytes(s string) (int64, error) {
+	bad := func(why string) (int64, error) {
+		return 0, fmt.Errorf("mem: cannot parse size %q: %s (want e.g. 512MiB, 2GiB, 1000000)", s, why)
+	}
 	t := strings.TrimSpace(s)
 	mult := int64(1)
-	units := []struct {
-		suf string
-		m   int64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
-	}
-	for _, u := range units {
+	for _, u := range byteUnits {
 		if strings.HasSuffix(t, u.suf) {
 			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
 			break
 		}
 	}
-	var f float64
-	if _, err := fmt.Sscanf(t, "%g", &f); err != nil || f < 0 || fmt.Sprint(f) == "" {
-		return 0, fmt.Errorf("mem: cannot parse size %q (want e.g. 512MiB, 2GiB, 1000000)", s)
+	if t == "" {
+		return bad("no number")
 	}
-	var rest string
-	if n, _ := fmt.Sscanf(t, "%g%s", &f, &rest); n == 2 {
-		return 0, fmt.Errorf("mem: cannot parse size %q (want e.g. 512MiB, 2GiB, 1000000)", s)
+	// strconv.ParseFloat also takes "NaN", "Inf", hex and underscores; a
+	// size is plain decimal.
+	for i := 0; i < len(t); i++ {
+		if !strings.ContainsRune("0123456789.eE+-", rune(t[i])) || (i == 0 && (t[i] < '0' || t[i] > '9') && t[i] != '.') {
+			return bad("not a decimal number")
+		}
 	}
-	return int64(f * float64(mult)), nil
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return bad("not a decimal number")
+	}
+	v := math.Round(f * float64(mult))
+	if v >= math.MaxInt64 { // float64(MaxInt64) is 2^63
+		return bad("too large")
+	}
+	return int64(v), nil
+}
+
+var byteUnits = []struct {
+	suf string
+	m   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
 }
