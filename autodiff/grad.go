@@ -102,7 +102,7 @@ func Differentiable(op graph.Op) bool {
 		return false
 	}
 	switch op {
-	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual, graph.OpOneHot:
+	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual, graph.OpOneHot, graph.OpDropoutMask:
 		return false
 	}
 	return true

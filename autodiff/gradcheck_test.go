@@ -134,6 +134,26 @@ func gradCases() []gradCase {
 		{name: "gather", shapes: []tensor.Shape{{5, 3}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			return graph.Gather(x[0], int32s(g, tensor.Shape{2, 2}, 4, 0, 4, 2)) // row 4 twice: gradients add
 		}},
+		unary("erf", graph.Erf, nil),
+		unary("abs", graph.Abs, spaced),
+		{name: "conv2d/valid", shapes: []tensor.Shape{{2, 5, 6, 3}, {3, 2, 3, 4}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.Conv2D(x[0], x[1], [2]int{1, 1}, false)
+		}},
+		{name: "conv2d/same_stride2", shapes: []tensor.Shape{{2, 5, 6, 2}, {3, 3, 2, 3}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.Conv2D(x[0], x[1], [2]int{2, 2}, true)
+		}},
+		{name: "max_pool2d", shapes: []tensor.Shape{{2, 4, 6, 3}}, init: spaced, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.MaxPool2D(x[0], [2]int{2, 2}, [2]int{2, 2}, false)
+		}},
+		{name: "max_pool2d/same_overlap", shapes: []tensor.Shape{{1, 5, 5, 2}}, init: spaced, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.MaxPool2D(x[0], [2]int{3, 3}, [2]int{2, 2}, true)
+		}},
+		{name: "avg_pool2d", shapes: []tensor.Shape{{2, 4, 6, 3}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.AvgPool2D(x[0], [2]int{2, 3}, [2]int{2, 3}, false)
+		}},
+		{name: "avg_pool2d/same", shapes: []tensor.Shape{{1, 5, 5, 2}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.AvgPool2D(x[0], [2]int{3, 3}, [2]int{2, 2}, true)
+		}},
 		{name: "mlp_block", shapes: []tensor.Shape{{4, 3}, {3, 5}, {5}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			return graph.Tanh(graph.Add(graph.MatMul(x[0], x[1]), x[2]))
 		}},

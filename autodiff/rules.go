@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"math"
 	"slices"
 
 	"github.com/headroom-ml/headroom/graph"
@@ -79,6 +80,30 @@ func init() {
 			return two(graph.ScatterAdd(in(n, 1), gy, in(n, 0).Shape()), nil)
 		},
 		graph.OpOneHot: func(n, gy *graph.Node) []*graph.Node { return nil },
+		graph.OpConv2D: func(n, gy *graph.Node) []*graph.Node {
+			x, f, at := in(n, 0), in(n, 1), n.Attr()
+			return two(graph.Conv2DBackpropInput(gy, f, x.Shape(), at.Strides, at.Same),
+				graph.Conv2DBackpropFilter(x, gy, f.Shape(), at.Strides, at.Same))
+		},
+		graph.OpMaxPool2D: func(n, gy *graph.Node) []*graph.Node {
+			at := n.Attr()
+			return one(graph.MaxPool2DGrad(in(n, 0), gy, at.Window, at.Strides, at.Same))
+		},
+		graph.OpAvgPool2D: func(n, gy *graph.Node) []*graph.Node {
+			at := n.Attr()
+			return one(graph.AvgPool2DGrad(gy, in(n, 0).Shape(), at.Window, at.Strides, at.Same))
+		},
+		// d erf(x)/dx = 2/sqrt(pi) * exp(-x*x)
+		graph.OpErf: func(n, gy *graph.Node) []*graph.Node {
+			x := in(n, 0)
+			return one(graph.Mul(gy, graph.MulScalar(graph.Exp(graph.Neg(graph.Square(x))), 2/math.Sqrt(math.Pi))))
+		},
+		// d|x|/dx = sign(x), taken as +1 at 0
+		graph.OpAbs: func(n, gy *graph.Node) []*graph.Node {
+			x := in(n, 0)
+			return one(graph.Where(graph.GreaterEqual(x, graph.ScalarLike(x, 0)), gy, graph.Neg(gy)))
+		},
+		graph.OpDropoutMask: none,
 		// comparisons have zero gradient almost everywhere and no float inputs to feed
 		graph.OpEqual: none, graph.OpNotEqual: none, graph.OpLess: none,
 		graph.OpLessEqual: none, graph.OpGreater: none, graph.OpGreaterEqual: none,

@@ -4,6 +4,7 @@ import (
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/internal/exec"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/tensor"
 )
 
 // assigner maps live nodes to buffers and decides in-place reuse. Times are
@@ -27,6 +28,7 @@ type assigner struct {
 type emitted struct {
 	node *graph.Node
 	copy bool // an Assign that copies its value into the variable
+	work int  // workspace buffer, or -1
 }
 
 func (a *assigner) runsInstr(n *graph.Node) bool {
@@ -102,10 +104,10 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 			a.join(a.nodeBuf[n.Inputs()[0].ID()], n)
 		case graph.OpAssign:
 			if a.nodeBuf[n.Inputs()[1].ID()] != a.nodeBuf[n.Inputs()[0].ID()] {
-				a.emit = append(a.emit, emitted{node: n, copy: true})
+				a.emit = append(a.emit, emitted{node: n, copy: true, work: -1})
 			}
 		default:
-			a.emit = append(a.emit, emitted{node: n})
+			a.emit = append(a.emit, emitted{node: n, work: a.workspace(n)})
 			if a.intoVariable(n) {
 				continue
 			}
@@ -158,6 +160,21 @@ func (a *assigner) newBuf(n *graph.Node, kind BufferKind, cat mem.Category) *Buf
 	a.dead = append(a.dead, false)
 	a.nodeBuf[n.ID()] = b.ID
 	return b
+}
+
+// workspace returns a buffer for the scratch memory n's instruction needs,
+// or -1. It lives in the arena for that one instruction.
+func (a *assigner) workspace(n *graph.Node) int {
+	it := lowerNode(n, 0, nil)
+	size := workspaceBytes(&it)
+	if size == 0 {
+		return -1
+	}
+	b := &Buffer{ID: len(a.bufs), Kind: KindArena, Category: mem.Workspace, Owner: n.Owner() + "/workspace", Site: n.Site(),
+		DType: n.DType(), Shape: tensor.Shape{int(size) / n.DType().Size()}, Bytes: mem.Align(size), Offset: -1}
+	a.bufs = append(a.bufs, b)
+	a.dead = append(a.dead, false)
+	return b.ID
 }
 
 func (a *assigner) join(b int, n *graph.Node) {
@@ -239,9 +256,14 @@ func (a *assigner) plan() *Plan {
 	for id, b := range a.nodeBuf {
 		a.nodeBuf[id] = renum[b]
 	}
-	at := map[int]int{} // node id -> instruction index
+	at := map[int]int{}   // node id -> instruction index
+	work := map[int]int{} // workspace buffer -> instruction index
 	for i, e := range a.emit {
 		at[e.node.ID()] = i
+		if e.work >= 0 {
+			work[renum[e.work]] = i
+			a.emit[i].work = renum[e.work]
+		}
 	}
 	var arena []int
 	for i := range bufs {
@@ -250,6 +272,9 @@ func (a *assigner) plan() *Plan {
 			continue
 		}
 		b.Start, b.End = len(a.emit), -1
+		if t, ok := work[i]; ok {
+			b.Start, b.End = t, t
+		}
 		for _, id := range b.Nodes {
 			if t, ok := at[id]; ok {
 				b.Start = min(b.Start, t)
@@ -280,7 +305,9 @@ func (a *assigner) lower() []exec.Instr {
 		for i, in := range n.Inputs() {
 			ins[i] = a.nodeBuf[in.ID()]
 		}
-		out = append(out, lowerNode(n, a.nodeBuf[n.ID()], ins))
+		it := lowerNode(n, a.nodeBuf[n.ID()], ins)
+		it.Work = e.work
+		out = append(out, it)
 	}
 	return out
 }

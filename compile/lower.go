@@ -3,6 +3,7 @@ package compile
 import (
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/internal/exec"
+	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -13,7 +14,7 @@ func lowerNode(n *graph.Node, out int, ins []int) exec.Instr {
 	x := in[0]
 	s := n.Shape()
 	it := exec.Instr{Op: n.Op(), Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
-		InDType: x.DType(), Out: out, In: ins, Shape: s}
+		InDType: x.DType(), Out: out, In: ins, Shape: s, Work: -1}
 	at := n.Attr()
 	switch n.Op() {
 	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
@@ -84,6 +85,40 @@ func lowerNode(n *graph.Node, out int, ins []int) exec.Instr {
 		it.RowSize = tensor.Shape(s[1:]).Size()
 	case graph.OpOneHot:
 		it.Depth = at.Depth
+	case graph.OpDropoutMask:
+		it.Rate, it.Seed = at.Rate, at.Seed
+	case graph.OpConv2D, graph.OpMaxPool2D, graph.OpAvgPool2D, graph.OpMaxPool2DGrad:
+		it.Geom = geom(x.Shape(), at)
+		if n.Op() == graph.OpConv2D {
+			it.F = s[3]
+		}
+	case graph.OpConv2DBackpropInput: // dy, filter -> dx [Of]
+		it.Geom, it.F = geom(at.Of, at), x.Shape()[3]
+	case graph.OpConv2DBackpropFilter: // x, dy -> dfilter [Of]
+		it.Geom, it.F = geom(x.Shape(), at), at.Of[3]
+	case graph.OpAvgPool2DGrad: // dy -> dx [Of]
+		it.Geom = geom(at.Of, at)
 	}
 	return it
+}
+
+// geom is the window geometry over an NHWC input of shape in.
+func geom(in tensor.Shape, at *graph.Attr) kernels.ConvGeom {
+	return kernels.NewConvGeom(in[0], in[1], in[2], in[3], at.Window[0], at.Window[1], at.Strides[0], at.Strides[1], at.Same)
+}
+
+// ConvWorkspaceLimit bounds the im2col workspace of one convolution: the
+// kernel lowers as many images at a time as fit (at least one).
+const ConvWorkspaceLimit = 8 << 20
+
+// workspaceBytes returns the scratch bytes an instruction needs while it
+// runs; the planner gives it an arena buffer that lives for that
+// instruction only.
+func workspaceBytes(it *exec.Instr) int64 {
+	if !it.NeedsWork() {
+		return 0
+	}
+	per := int64(it.Geom.Im2ColSize(1) * it.DType.Size())
+	images := max(1, min(int64(it.Geom.N), ConvWorkspaceLimit/max(per, 1)))
+	return int64(it.Geom.Im2ColSize(int(images)) * it.DType.Size())
 }

@@ -100,6 +100,9 @@ func fold(g *graph.Graph, live []bool) (map[int]constant, error) {
 		if !all || (n.Shape().Size() > foldLimit && n.Bytes() > inBytes) {
 			continue
 		}
+		if it := lowerNode(n, 0, nil); it.NeedsWork() {
+			continue
+		}
 		out := tensor.New(n.DType(), n.Shape())
 		if n.Op() == graph.OpReshape {
 			copy(out.Bytes(), konst[n.Inputs()[0].ID()].value.Bytes())

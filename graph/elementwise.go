@@ -30,6 +30,12 @@ func Sigmoid(x *Node) *Node { return unary(OpSigmoid, x) }
 // Tanh returns the hyperbolic tangent of x elementwise.
 func Tanh(x *Node) *Node { return unary(OpTanh, x) }
 
+// Erf returns the error function of x elementwise.
+func Erf(x *Node) *Node { return unary(OpErf, x) }
+
+// Abs returns |x| elementwise.
+func Abs(x *Node) *Node { return unary(OpAbs, x) }
+
 // Cast converts x to dtype (float to int truncates toward zero; to a 16-bit
 // float rounds to nearest even). Casting to x's own dtype returns x.
 func Cast(x *Node, dtype tensor.DType) *Node {

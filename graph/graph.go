@@ -76,6 +76,12 @@ type Attr struct {
 	Ends     []int         // Slice
 	Axis     int           // Concat
 	Depth    int           // OneHot
+	Window   [2]int        // pooling window; conv: the filter's [KH, KW]
+	Strides  [2]int        // conv, pooling
+	Same     bool          // conv, pooling: "same" padding (else "valid")
+	Of       tensor.Shape  // backprop ops: the shape of the forward input or filter
+	Rate     float64       // DropoutMask: the fraction dropped
+	Seed     uint64        // DropoutMask
 }
 
 // ID returns the node's position in the graph (inputs have smaller ids).

@@ -77,6 +77,19 @@ const (
 	// side effect
 	OpAssign
 
+	// appended after the core set: convolution and pooling (NHWC), more
+	// elementwise ops, and random masks
+	OpConv2D
+	OpMaxPool2D
+	OpAvgPool2D
+	OpErf
+	OpAbs
+	OpDropoutMask
+	OpConv2DBackpropInput  // internal
+	OpConv2DBackpropFilter // internal
+	OpMaxPool2DGrad        // internal
+	OpAvgPool2DGrad        // internal
+
 	NumOps
 )
 
@@ -144,6 +157,16 @@ var opInfo = [NumOps]struct {
 	OpUnslice:                 {"unslice", ClassOther},
 	OpScatterAdd:              {"scatter_add", ClassOther},
 	OpAssign:                  {"assign", ClassEffect},
+	OpConv2D:                  {"conv2d", ClassOther},
+	OpMaxPool2D:               {"max_pool2d", ClassOther},
+	OpAvgPool2D:               {"avg_pool2d", ClassOther},
+	OpErf:                     {"erf", ClassElementwise},
+	OpAbs:                     {"abs", ClassElementwise},
+	OpDropoutMask:             {"dropout_mask", ClassOther},
+	OpConv2DBackpropInput:     {"conv2d_backprop_input", ClassOther},
+	OpConv2DBackpropFilter:    {"conv2d_backprop_filter", ClassOther},
+	OpMaxPool2DGrad:           {"max_pool2d_grad", ClassOther},
+	OpAvgPool2DGrad:           {"avg_pool2d_grad", ClassOther},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

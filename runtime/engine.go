@@ -128,25 +128,87 @@ func roleCategory(r graph.Role) mem.Category {
 	return mem.Param
 }
 
-// Executable is a program with its memory reserved.
-type Executable struct {
-	Program *compile.Program
+// Arena is one reservation of arena memory that several programs can run
+// in, one at a time (a training step, an evaluation step, a smaller last
+// batch): the reservation is as large as the largest of them.
+type Arena struct {
 	engine  *Engine
-	arena   *mem.Buffer
-	actMove int64 // arena bytes shown as activation in the ledger
-	owned   []*mem.Buffer
-	created []string // variables Load created
-	bufs    [][]byte
-	bound   []exec.Bound
-	inputs  map[string]tensor.Tensor
-	outputs map[string]tensor.Tensor
+	buf     *mem.Buffer
+	owner   string
+	size    int64
+	actMove int64 // bytes shown as activation in the ledger
 }
 
-// Load reserves p's memory on e. On failure it takes nothing and returns the
-// allocator's error; an *mem.OOMError gains the plan's remedies.
-func (e *Engine) Load(p *compile.Program) (_ *Executable, err error) {
+// Size returns the arena's bytes.
+func (a *Arena) Size() int64 { return a.size }
+
+// ReserveArena reserves an arena of size bytes, of which activation are
+// shown in the ledger as activation and the rest as workspace.
+func (e *Engine) ReserveArena(owner string, size, activation int64) (*Arena, error) {
+	a := &Arena{engine: e, owner: owner, size: size}
+	if size == 0 {
+		return a, nil
+	}
+	buf, err := e.alloc.Alloc(size, mem.Workspace, owner)
+	if err != nil {
+		return nil, err
+	}
+	a.buf = buf
+	if activation > 0 {
+		a.actMove = min(activation, size)
+		e.ledger.Move(mem.Workspace, mem.Activation, owner, a.actMove)
+	}
+	return a, nil
+}
+
+// Release frees the arena. Executables loaded into it must not run again.
+func (a *Arena) Release() {
+	if a.buf == nil {
+		return
+	}
+	if a.actMove > 0 {
+		a.engine.ledger.Move(mem.Activation, mem.Workspace, a.owner, a.actMove)
+	}
+	a.engine.alloc.Free(a.buf)
+	a.buf = nil
+}
+
+// Executable is a program with its memory reserved.
+type Executable struct {
+	Program   *compile.Program
+	engine    *Engine
+	arena     *Arena
+	ownsArena bool
+	owned     []*mem.Buffer
+	created   []string // variables Load created
+	bufs      [][]byte
+	bound     []exec.Bound
+	inputs    map[string]tensor.Tensor
+	outputs   map[string]tensor.Tensor
+}
+
+// Load reserves p's memory on e, with an arena of its own. On failure it
+// takes nothing and returns the allocator's error; an *mem.OOMError gains
+// the plan's remedies.
+func (e *Engine) Load(p *compile.Program) (*Executable, error) {
+	return e.load(p, nil)
+}
+
+// LoadIn is Load into an arena reserved earlier, shared with other
+// programs; p's arena must fit in it.
+func (e *Engine) LoadIn(p *compile.Program, a *Arena) (*Executable, error) {
+	if a == nil || a.engine != e {
+		return nil, fmt.Errorf("runtime: program %q: arena of another engine", p.Name)
+	}
+	if p.Plan.ArenaBytes > a.size {
+		return nil, fmt.Errorf("runtime: program %q needs an arena of %d B; the shared one has %d B", p.Name, p.Plan.ArenaBytes, a.size)
+	}
+	return e.load(p, a)
+}
+
+func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err error) {
 	x := &Executable{Program: p, engine: e, bufs: make([][]byte, len(p.Plan.Buffers)),
-		inputs: map[string]tensor.Tensor{}, outputs: map[string]tensor.Tensor{}}
+		inputs: map[string]tensor.Tensor{}, outputs: map[string]tensor.Tensor{}, arena: shared}
 	defer func() {
 		if err != nil {
 			x.release()
@@ -168,15 +230,11 @@ func (e *Engine) Load(p *compile.Program) (_ *Executable, err error) {
 		}
 		x.bufs[s.Buffer] = v.bytes
 	}
-	owner := "arena:" + p.Name
-	if p.Plan.ArenaBytes > 0 {
-		if x.arena, err = e.alloc.Alloc(p.Plan.ArenaBytes, mem.Workspace, owner); err != nil {
+	if shared == nil {
+		if x.arena, err = e.ReserveArena("arena:"+p.Name, p.Plan.ArenaBytes, p.Plan.Totals[mem.Activation]); err != nil {
 			return nil, err
 		}
-		x.actMove = p.Plan.Totals[mem.Activation]
-		if x.actMove > 0 {
-			e.ledger.Move(mem.Workspace, mem.Activation, owner, x.actMove)
-		}
+		x.ownsArena = true
 	}
 	for i := range p.Plan.Buffers {
 		b := &p.Plan.Buffers[i]
@@ -185,7 +243,9 @@ func (e *Engine) Load(p *compile.Program) (_ *Executable, err error) {
 		case compile.KindVariable:
 			continue
 		case compile.KindArena:
-			x.bufs[i] = x.arena.Bytes()[b.Offset : b.Offset+size]
+			if size > 0 {
+				x.bufs[i] = x.arena.buf.Bytes()[b.Offset : b.Offset+size]
+			}
 			continue
 		}
 		if b.Bytes == 0 {
@@ -277,13 +337,10 @@ func (x *Executable) release() {
 		e.alloc.Free(b)
 	}
 	x.owned = nil
-	if x.arena != nil {
-		if x.actMove > 0 {
-			e.ledger.Move(mem.Activation, mem.Workspace, "arena:"+x.Program.Name, x.actMove)
-		}
-		e.alloc.Free(x.arena)
-		x.arena = nil
+	if x.arena != nil && x.ownsArena {
+		x.arena.Release()
 	}
+	x.arena = nil
 	for _, n := range x.created {
 		e.DeleteVariable(n)
 	}

@@ -25,6 +25,24 @@ func compute[T kernels.Float](b *Bound) error {
 		kernels.Sigmoid(dst, x)
 	case graph.OpTanh:
 		kernels.Tanh(dst, x)
+	case graph.OpErf:
+		kernels.Erf(dst, x)
+	case graph.OpAbs:
+		kernels.Abs(dst, x)
+	case graph.OpConv2D:
+		kernels.Conv2D(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.Geom, b.F)
+	case graph.OpConv2DBackpropInput:
+		kernels.Conv2DBackpropInput(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.Geom, b.F)
+	case graph.OpConv2DBackpropFilter:
+		kernels.Conv2DBackpropFilter(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.Geom, b.F)
+	case graph.OpMaxPool2D:
+		kernels.MaxPool2D(dst, x, b.Geom)
+	case graph.OpMaxPool2DGrad:
+		kernels.MaxPool2DGrad(dst, x, tensor.As[T](b.in[1]), b.Geom)
+	case graph.OpAvgPool2D:
+		kernels.AvgPool2D(dst, x, b.Geom)
+	case graph.OpAvgPool2DGrad:
+		kernels.AvgPool2DGrad(dst, x, b.Geom)
 	case graph.OpReluGrad:
 		kernels.ReluGrad(dst, x, tensor.As[T](b.in[1]))
 	case graph.OpSigmoidGrad:
@@ -88,6 +106,8 @@ func compute[T kernels.Float](b *Bound) error {
 		if bad := kernels.ScatterAdd(dst, idx, tensor.As[T](b.in[1]), b.RowSize); bad >= 0 {
 			return b.fail("index %d at position %d is outside [0, %d)", idx[bad], bad, len(dst)/max(1, b.RowSize))
 		}
+	case graph.OpDropoutMask:
+		kernels.DropoutMask(dst, b.Seed, tensor.As[int64](b.in[0])[0], b.Rate)
 	case graph.OpOneHot:
 		kernels.OneHot(dst, tensor.As[int32](b.in[0]), b.Depth)
 	default:

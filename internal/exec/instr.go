@@ -48,6 +48,20 @@ type Instr struct {
 	Inners             []int   // concat: inner sizes of each part
 	RowSize            int     // gather, scatter_add
 	Depth              int     // one_hot
+	Geom               kernels.ConvGeom
+	F                  int // conv: output channels
+	Work               int // workspace buffer, or -1
+	Rate               float64
+	Seed               uint64
+}
+
+// NeedsWork reports whether the instruction uses a workspace buffer.
+func (in *Instr) NeedsWork() bool {
+	switch in.Op {
+	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
+		return true
+	}
+	return false
 }
 
 // RunError is a data error found while running an instruction.
@@ -71,12 +85,16 @@ type Bound struct {
 	*Instr
 	out   []byte
 	in    [3][]byte
+	work  []byte
 	parts any // concat: [][]T for the element size
 }
 
 // Bind binds in to bufs, the bytes of every buffer of the program.
 func Bind(in *Instr, bufs [][]byte) Bound {
 	b := Bound{Instr: in, out: bufs[in.Out]}
+	if in.Work >= 0 && in.Work < len(bufs) {
+		b.work = bufs[in.Work]
+	}
 	if len(in.In) <= len(b.in) {
 		for i, id := range in.In {
 			b.in[i] = bufs[id]

@@ -58,11 +58,10 @@ func golden(t testing.TB, dir, name, got string, update bool) {
 const maxDiffCells = 4 << 20
 
 // LineDiff returns a line diff of want and got ("" when they are equal):
-// lines only in want start
-// with "-", lines only in got with "+", and up to two unchanged lines of
-// context around each change start with " "; longer unchanged runs are shown
-// as "  ...". It uses a longest-common-subsequence table, and for very large
-// inputs reports only the first differing line.
+// lines only in want start with "-", lines only in got with "+", and up to
+// two unchanged lines of context around each change start with " "; longer
+// unchanged runs are shown as "  ...". It uses a longest-common-subsequence
+// table, and for very large inputs reports only the first differing line.
 func LineDiff(want, got string) string {
 	if want == got {
 		return ""

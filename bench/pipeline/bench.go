@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// A synthetic record is 8 KiB: a 16-byte header (magic "HRR1", int32 label,
+// crc32c of the payload, uint32 index) and 2044 float32 features.
+const (
+	recordBytes  = 8192
+	headerBytes  = 16
+	features     = (recordBytes - headerBytes) / 4
+	magic        = 0x31525248 // "HRR1" little endian
+	shuffleBuf   = 10000
+	batchSize    = 256
+	readBufBytes = 1 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+type benchConfig struct {
+	size, budget int64
+	dir          string
+	cold         bool
+	seed         uint64
+	remove       bool
+}
+
+type result struct {
+	size            int64
+	rawMBs, pipeMBs float64
+	peakRSSMiB      float64
+	ledgerPeak      int64
+	cache           string
+	stats           data.Stats
+}
+
+func run(c benchConfig) (result, error) {
+	n := c.size / recordBytes
+	if n < 1 {
+		return result{}, fmt.Errorf("--size %d is smaller than one %d-byte record", c.size, recordBytes)
+	}
+	path := filepath.Join(c.dir, "headroom-pipeline-"+strconv.FormatInt(n*recordBytes, 10)+".rec")
+	t0 := time.Now()
+	wrote, err := ensureFile(path, n)
+	if err != nil {
+		return result{}, err
+	}
+	if wrote {
+		fmt.Printf("wrote %s (%s) in %v\n", path, mem.FormatBytes(n*recordBytes), time.Since(t0).Round(time.Millisecond))
+	} else {
+		fmt.Printf("reusing %s\n", path)
+	}
+	if c.remove {
+		defer os.Remove(path)
+	}
+	r := result{size: n * recordBytes, cache: "warm"}
+	prepare := func() error {
+		if c.cold {
+			return evict(path)
+		}
+		_, err := rawRead(path) // warm: read once so both timed reads hit the page cache
+		return err
+	}
+	if c.cold {
+		r.cache = "cold"
+		if err := evict(path); err != nil {
+			fmt.Printf("cannot evict the file from the page cache (%v): measuring warm\n", err)
+			c.cold, r.cache = false, "warm"
+		}
+	}
+	if err := prepare(); err != nil {
+		return result{}, err
+	}
+	raw, err := rawRead(path)
+	if err != nil {
+		return result{}, err
+	}
+	r.rawMBs = float64(r.size) / raw.Seconds() / 1e6
+	fmt.Printf("raw sequential read: %v (%.1f MB/s, %s page cache)\n", raw.Round(time.Millisecond), r.rawMBs, r.cache)
+
+	if err := prepare(); err != nil {
+		return result{}, err
+	}
+	host := mem.NewLedger("host", 0)
+	pipe := pipeline(path, c.seed)
+	t1 := time.Now()
+	it, err := pipe.Iter(context.Background(), data.Config{Ledger: host, Budget: c.budget})
+	if err != nil {
+		return result{}, err
+	}
+	var samples int64
+	for {
+		b, err := it.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			it.Close()
+			return result{}, err
+		}
+		samples += int64(b.Size)
+	}
+	el := time.Since(t1)
+	r.stats = it.Stats()
+	r.ledgerPeak = it.Ledger().Peak()
+	it.Close()
+	if samples != n {
+		return result{}, fmt.Errorf("pipeline yielded %d samples, the file has %d", samples, n)
+	}
+	r.pipeMBs = float64(r.size) / el.Seconds() / 1e6
+	fmt.Printf("pipeline: %v (%.1f MB/s), ledger peak %s\n", el.Round(time.Millisecond), r.pipeMBs, mem.FormatBytes(r.ledgerPeak))
+	r.peakRSSMiB, err = peakRSSMiB()
+	return r, err
+}
+
+// pipeline is the measured input pipeline.
+func pipeline(path string, seed uint64) data.Dataset[data.Batch] {
+	recs := data.FixedLengthRecords(path, recordBytes, data.RecordOptions{BufferSize: readBufBytes})
+	samples := data.Map(recs.Shuffle(shuffleBuf, seed), "decode", decode, data.Parallel(data.Autotune))
+	return data.Batches(samples, batchSize, false).Prefetch(data.Autotune)
+}
+
+// decode checks a record's magic and payload checksum and returns views of
+// its features and label (no copy).
+func decode(ctx context.Context, r data.Record) (data.Sample, error) {
+	b := r.Data
+	if len(b) != recordBytes || binary.LittleEndian.Uint32(b) != magic {
+		return data.Sample{}, &data.FormatError{Format: "bench", File: r.File, Offset: r.Offset, Msg: "bad magic"}
+	}
+	payload := b[headerBytes:]
+	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+		return data.Sample{}, &data.FormatError{Format: "bench", File: r.File, Offset: r.Offset, Msg: "payload checksum mismatch"}
+	}
+	x, err := tensor.FromBytes(tensor.Float32, tensor.Shape{features}, payload)
+	if err != nil {
+		return data.Sample{}, err
+	}
+	y, err := tensor.FromBytes(tensor.Int32, nil, b[4:8])
+	if err != nil {
+		return data.Sample{}, err
+	}
+	return data.NewSample(x, y, r.Block()), nil
+}
+
+// ensureFile writes n synthetic records to path unless a complete file is
+// there; it reports whether it wrote.
+func ensureFile(path string, n int64) (bool, error) {
+	if fi, err := os.Stat(path); err == nil && fi.Size() == n*recordBytes {
+		f, err := os.Open(path)
+		if err == nil {
+			var h [4]byte
+			_, err = io.ReadFull(f, h[:])
+			f.Close()
+			if err == nil && binary.LittleEndian.Uint32(h[:]) == magic {
+				return false, nil
+			}
+		}
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return false, err
+	}
+	w := bufio.NewWriterSize(f, 4<<20)
+	rec := make([]byte, recordBytes)
+	s := uint64(0x9e3779b97f4a7c15)
+	for i := range n {
+		for j := headerBytes; j < recordBytes; j += 8 { // xorshift64 noise
+			s ^= s << 13
+			s ^= s >> 7
+			s ^= s << 17
+			binary.LittleEndian.PutUint64(rec[j:], s&0x3f7f_ffff_3f7f_ffff) // finite floats
+		}
+		binary.LittleEndian.PutUint32(rec[0:], magic)
+		binary.LittleEndian.PutUint32(rec[4:], uint32(i%10))
+		binary.LittleEndian.PutUint32(rec[8:], crc32.Checksum(rec[headerBytes:], castagnoli))
+		binary.LittleEndian.PutUint32(rec[12:], uint32(i))
+		if _, err := w.Write(rec); err != nil {
+			f.Close()
+			return false, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return false, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return false, err
+	}
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	return true, os.Rename(tmp, path)
+}
+
+// rawRead reads path sequentially with the pipeline's buffer size.
+func rawRead(path string) (time.Duration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, readBufBytes)
+	t0 := time.Now()
+	for {
+		_, err := f.Read(buf)
+		if err == io.EOF {
+			return time.Since(t0), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// peakRSSMiB returns the process's peak resident set (VmHWM).
+func peakRSSMiB() (float64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
+}

@@ -1,0 +1,291 @@
+package kernels
+
+// Two-dimensional convolution over channels-last (NHWC) tensors, as Keras
+// lays them out, with the filter in Keras' HWIO order:
+//
+//	x:      [N, H, W, C]     input images
+//	filter: [KH, KW, C, F]   one KH×KW×C window per output channel
+//	y:      [N, OH, OW, F]   y[n, oh, ow, f] = Σ_{kh, kw, c} x[n, oh·SH - PadTop + kh, ow·SW - PadLeft + kw, c] · filter[kh, kw, c, f]
+//
+// where a read outside the input is zero (padding). The kernels lower the
+// convolution to one matrix product per chunk of images (im2col; Chellapilla,
+// Puri and Simard, "High Performance Convolutional Neural Networks for
+// Document Processing", 2006): each output position's window is copied into a
+// row of a [rows, KH·KW·C] column matrix held in caller-provided workspace,
+// and the filter, stored [KH·KW·C, F] row-major, is the other operand. The
+// workspace bounds the memory: a chunk is as many images as the workspace
+// holds, so the planner trades workspace bytes against matrix size with
+// ConvGeom.Im2ColSize. Results do not depend on the chunk size: every output
+// element sees the same operations in the same order.
+
+// ConvGeom describes a 2-D convolution or pooling window over NHWC input.
+//
+// Output row oh reads input rows oh·SH - PadTop ... oh·SH - PadTop + KH - 1
+// (likewise for columns); rows outside [0, H) are padding. The padding after
+// the input is implied by OH (see PadBottom). A geometry is valid when every
+// size is non-negative, windows and strides are at least 1, and every window
+// overlaps the input (PadTop < KH and the last window starts before row H);
+// NewConvGeom always returns a valid one.
+type ConvGeom struct {
+	N, H, W, C      int // input: batch, height, width, channels
+	KH, KW          int // window
+	SH, SW          int // strides
+	PadTop, PadLeft int // zero padding before (after-padding is implied by OH/OW)
+	OH, OW          int // output height, width
+}
+
+// NewConvGeom returns the geometry of a kh×kw window with strides sh, sw over
+// an [n, h, w, c] input with Keras/TensorFlow padding semantics:
+//
+//	valid: OH = ceil((H - KH + 1) / SH), no padding (OH = 0 when KH > H)
+//	same:  OH = ceil(H / SH), total padding P = max((OH-1)·SH + KH - H, 0),
+//	       PadTop = P/2 and the remaining P - P/2 rows (the odd one) at the bottom
+//
+// and likewise for the width. It panics if a size is negative or a window or
+// stride is below 1.
+func NewConvGeom(n, h, w, c, kh, kw, sh, sw int, same bool) ConvGeom {
+	if n < 0 || h < 0 || w < 0 || c < 0 {
+		panicf("NewConvGeom: negative input size [%d %d %d %d]", n, h, w, c)
+	}
+	if kh < 1 || kw < 1 || sh < 1 || sw < 1 {
+		panicf("NewConvGeom: window %dx%d, strides %dx%d; want each >= 1", kh, kw, sh, sw)
+	}
+	g := ConvGeom{N: n, H: h, W: w, C: c, KH: kh, KW: kw, SH: sh, SW: sw}
+	g.OH, g.PadTop = outSize(h, kh, sh, same)
+	g.OW, g.PadLeft = outSize(w, kw, sw, same)
+	return g
+}
+
+// outSize returns the output length and the padding before for one spatial
+// dimension of length in, window k and stride s.
+func outSize(in, k, s int, same bool) (out, before int) {
+	if same {
+		out = (in + s - 1) / s
+		if out == 0 {
+			return 0, 0
+		}
+		return out, max((out-1)*s+k-in, 0) / 2
+	}
+	if in < k {
+		return 0, 0
+	}
+	return (in-k)/s + 1, 0
+}
+
+// PadBottom returns the zero rows the last output row reads below the input:
+// max((OH-1)·SH + KH - H - PadTop, 0), or 0 when OH is 0.
+func (g ConvGeom) PadBottom() int { return padAfter(g.H, g.KH, g.SH, g.PadTop, g.OH) }
+
+// PadRight returns the zero columns the last output column reads right of the
+// input, as PadBottom.
+func (g ConvGeom) PadRight() int { return padAfter(g.W, g.KW, g.SW, g.PadLeft, g.OW) }
+
+func padAfter(in, k, s, before, out int) int {
+	if out == 0 {
+		return 0
+	}
+	return max((out-1)*s+k-in-before, 0)
+}
+
+// Im2ColSize returns the workspace elements Conv2D and its gradients need to
+// process images images per chunk: images·OH·OW·KH·KW·C.
+func (g ConvGeom) Im2ColSize(images int) int {
+	return images * g.OH * g.OW * g.KH * g.KW * g.C
+}
+
+// check panics unless g is a valid geometry (see ConvGeom).
+func (g ConvGeom) check(fn string) {
+	if g.N < 0 || g.H < 0 || g.W < 0 || g.C < 0 || g.OH < 0 || g.OW < 0 ||
+		g.KH < 1 || g.KW < 1 || g.SH < 1 || g.SW < 1 || g.PadTop < 0 || g.PadLeft < 0 {
+		panicf("%s: invalid geometry %+v", fn, g)
+	}
+	if !windowsOverlap(g.H, g.KH, g.SH, g.PadTop, g.OH) || !windowsOverlap(g.W, g.KW, g.SW, g.PadLeft, g.OW) {
+		panicf("%s: geometry %+v has a window that lies wholly in the padding", fn, g)
+	}
+}
+
+// windowsOverlap reports whether each of out windows (length k, stride s,
+// starting at -before) overlaps [0, in). Window starts increase, so it is
+// enough that the first ends at or after 0 and the last starts before in.
+func windowsOverlap(in, k, s, before, out int) bool {
+	return out == 0 || (before < k && (out-1)*s-before < in)
+}
+
+// window returns the part [lo, hi) of the window that starts at start (length
+// k) lying inside [0, size), as offsets into the window; lo == hi when none.
+func window(start, k, size int) (lo, hi int) {
+	lo, hi = max(-start, 0), min(k, size-start)
+	return lo, max(hi, lo)
+}
+
+// checkConv validates a convolution's operands and returns the number of
+// images per chunk that work holds (at least 1).
+// The names say which operand is which (x or dx, and so on).
+func (g ConvGeom) checkConv(fn string, f int, xName string, lenX int, filterName string, lenFilter int, yName string, lenY, lenWork int) int {
+	g.check(fn)
+	if f < 0 {
+		panicf("%s: negative output channels f=%d", fn, f)
+	}
+	checkLen(fn, xName, lenX, g.N*g.H*g.W*g.C)
+	checkLen(fn, filterName, lenFilter, g.KH*g.KW*g.C*f)
+	checkLen(fn, yName, lenY, g.N*g.OH*g.OW*f)
+	per := g.Im2ColSize(1)
+	if per == 0 || g.N == 0 {
+		return max(g.N, 1)
+	}
+	if lenWork < per {
+		panicf("%s: len(work) = %d, want at least %d (one image: OH*OW*KH*KW*C)", fn, lenWork, per)
+	}
+	return min(lenWork/per, g.N)
+}
+
+// Conv2D sets dst to the convolution of x with filter and returns dst.
+//
+//	x: [N, H, W, C], filter: [KH, KW, C, f], dst: [N, OH, OW, f]
+//
+// work holds the im2col matrix of a chunk of images, [chunk·OH·OW, KH·KW·C];
+// it needs at least g.Im2ColSize(1) elements and the chunk is as many images
+// as it holds. dst must not overlap x, filter or work. It panics if g is
+// invalid or a length does not match.
+func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
+	chunk := g.checkConv("Conv2D", f, "x", len(x), "filter", len(filter), "dst", len(dst), len(work))
+	per, k := g.OH*g.OW, g.KH*g.KW*g.C
+	if k == 0 {
+		clear(dst)
+		return dst
+	}
+	for n0 := 0; n0 < g.N; n0 += chunk {
+		nb := min(chunk, g.N-n0)
+		rows := nb * per
+		cols := work[:rows*k]
+		im2col(cols, x, g, n0, nb)
+		// [rows, K]·[K, f] -> [rows, f]
+		MatMul(dst[n0*per*f:(n0*per+rows)*f], cols, filter, rows, f, k, false, false, false)
+	}
+	return dst
+}
+
+// Conv2DBackpropInput sets dx to the gradient of Σ dy·Conv2D(x, filter) with
+// respect to x and returns dx.
+//
+//	dy: [N, OH, OW, f], filter: [KH, KW, C, f], dx: [N, H, W, C] (overwritten)
+//
+// Per chunk, dy·filterᵀ ([rows, f]·[f, K]) is written into work as columns,
+// which col2im adds into the windows they came from, so where windows overlap
+// their contributions sum. work is as for Conv2D. dx must not overlap the
+// other operands. It panics if g is invalid or a length does not match.
+func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) []T {
+	chunk := g.checkConv("Conv2DBackpropInput", f, "dx", len(dx), "filter", len(filter), "dy", len(dy), len(work))
+	clear(dx)
+	per, k := g.OH*g.OW, g.KH*g.KW*g.C
+	if k == 0 || per == 0 {
+		return dx
+	}
+	for n0 := 0; n0 < g.N; n0 += chunk {
+		nb := min(chunk, g.N-n0)
+		rows := nb * per
+		cols := work[:rows*k]
+		// [rows, f]·[K, f]ᵀ -> [rows, K]
+		MatMul(cols, dy[n0*per*f:(n0*per+rows)*f], filter, rows, k, f, false, true, false)
+		col2im(dx, cols, g, n0, nb)
+	}
+	return dx
+}
+
+// Conv2DBackpropFilter sets dfilter to the gradient of Σ dy·Conv2D(x, filter)
+// with respect to filter and returns dfilter.
+//
+//	x: [N, H, W, C], dy: [N, OH, OW, f], dfilter: [KH, KW, C, f] (overwritten)
+//
+// Per chunk, dfilter += im2col(x)ᵀ·dy ([K, rows]·[rows, f]). work is as for
+// Conv2D. dfilter must not overlap the other operands. It panics if g is
+// invalid or a length does not match.
+func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) []T {
+	chunk := g.checkConv("Conv2DBackpropFilter", f, "x", len(x), "dfilter", len(dfilter), "dy", len(dy), len(work))
+	clear(dfilter)
+	per, k := g.OH*g.OW, g.KH*g.KW*g.C
+	if k == 0 || per == 0 {
+		return dfilter
+	}
+	for n0 := 0; n0 < g.N; n0 += chunk {
+		nb := min(chunk, g.N-n0)
+		rows := nb * per
+		cols := work[:rows*k]
+		im2col(cols, x, g, n0, nb)
+		// [rows, K]ᵀ·[rows, f] -> [K, f], accumulated over chunks
+		MatMul(dfilter, cols, dy[n0*per*f:(n0*per+rows)*f], k, f, rows, true, false, true)
+	}
+	return dfilter
+}
+
+// im2col writes the windows of images n0 ... n0+nb-1 of x into cols, one row
+// of K = KH·KW·C elements per output position (row-major over n, oh, ow), in
+// the filter's (kh, kw, c) order; padding is written as zero. Within a window
+// row the in-range columns are contiguous in x (KW·C elements at most), so
+// each is one copy.
+func im2col[T Float](cols, x []T, g ConvGeom, n0, nb int) {
+	rowLen := g.KW * g.C
+	k := g.KH * rowLen
+	img := g.H * g.W * g.C
+	r := 0
+	for n := n0; n < n0+nb; n++ {
+		xi := x[n*img : n*img+img]
+		for oh := 0; oh < g.OH; oh++ {
+			ih0 := oh*g.SH - g.PadTop
+			for ow := 0; ow < g.OW; ow++ {
+				iw0 := ow*g.SW - g.PadLeft
+				lo, hi := window(iw0, g.KW, g.W)
+				row := cols[r*k : r*k+k]
+				for kh := 0; kh < g.KH; kh++ {
+					seg := row[kh*rowLen : kh*rowLen+rowLen]
+					ih := ih0 + kh
+					if ih < 0 || ih >= g.H || lo == hi {
+						clear(seg)
+						continue
+					}
+					clear(seg[:lo*g.C])
+					src := (ih*g.W + iw0 + lo) * g.C
+					copy(seg[lo*g.C:hi*g.C], xi[src:src+(hi-lo)*g.C])
+					clear(seg[hi*g.C:])
+				}
+				r++
+			}
+		}
+	}
+}
+
+// col2im is the adjoint of im2col: it adds each row of cols into the window
+// of images n0 ... n0+nb-1 of dx it was read from, dropping padding.
+func col2im[T Float](dx, cols []T, g ConvGeom, n0, nb int) {
+	rowLen := g.KW * g.C
+	k := g.KH * rowLen
+	img := g.H * g.W * g.C
+	r := 0
+	for n := n0; n < n0+nb; n++ {
+		di := dx[n*img : n*img+img]
+		for oh := 0; oh < g.OH; oh++ {
+			ih0 := oh*g.SH - g.PadTop
+			for ow := 0; ow < g.OW; ow++ {
+				iw0 := ow*g.SW - g.PadLeft
+				lo, hi := window(iw0, g.KW, g.W)
+				row := cols[r*k : r*k+k]
+				r++
+				if lo == hi {
+					continue
+				}
+				for kh := 0; kh < g.KH; kh++ {
+					ih := ih0 + kh
+					if ih < 0 || ih >= g.H {
+						continue
+					}
+					dst := (ih*g.W + iw0 + lo) * g.C
+					d := di[dst : dst+(hi-lo)*g.C]
+					s := row[kh*rowLen+lo*g.C : kh*rowLen+hi*g.C]
+					for j, v := range s {
+						d[j] = v
+					}
+				}
+			}
+		}
+	}
+}

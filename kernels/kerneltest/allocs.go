@@ -1,0 +1,67 @@
+package kerneltest
+
+import (
+	"testing"
+
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// testAllocs checks that one representative call of every non-nil kernel
+// allocates nothing.
+func testAllocs(t *testing.T, impl Impl) {
+	r := newRand(14)
+	const rows, cols = 8, 33
+	x, y, g := uniform(r, rows*cols, -1, 1), uniform(r, rows*cols, 0, 1), uniform(r, rows*cols, -1, 1)
+	dst, vec, rowv := make([]float32, rows*cols), uniform(r, cols, -1, 1), make([]float32, rows)
+	labels := labelsFor(15, rows, cols, false)
+	shape, bshape := []int{rows, cols}, []int{cols}
+	xst, bst := tensor.BroadcastStrides(shape, shape), tensor.BroadcastStrides(bshape, shape)
+	_, sumSt := keepdims(tensor.Shape(shape), []int{0})
+	perm := []int{1, 0}
+	bf, hf := make([]tensor.BF16, len(x)), make([]tensor.F16, len(x))
+
+	calls := []struct {
+		name string
+		set  bool
+		call func()
+	}{
+		{"Neg", impl.Neg != nil, func() { impl.Neg(dst, x) }},
+		{"Exp", impl.Exp != nil, func() { impl.Exp(dst, x) }},
+		{"Log", impl.Log != nil, func() { impl.Log(dst, y) }},
+		{"Sqrt", impl.Sqrt != nil, func() { impl.Sqrt(dst, y) }},
+		{"Relu", impl.Relu != nil, func() { impl.Relu(dst, x) }},
+		{"Sigmoid", impl.Sigmoid != nil, func() { impl.Sigmoid(dst, x) }},
+		{"Tanh", impl.Tanh != nil, func() { impl.Tanh(dst, x) }},
+		{"ReluGrad", impl.ReluGrad != nil, func() { impl.ReluGrad(dst, x, g) }},
+		{"SigmoidGrad", impl.SigmoidGrad != nil, func() { impl.SigmoidGrad(dst, y, g) }},
+		{"TanhGrad", impl.TanhGrad != nil, func() { impl.TanhGrad(dst, y, g) }},
+		{"Binary", impl.Binary != nil, func() { impl.Binary(kernels.Mul, dst, x, y) }},
+		{"BinaryScalar", impl.BinaryScalar != nil, func() { impl.BinaryScalar(kernels.Add, dst, x, 2) }},
+		{"ScalarBinary", impl.ScalarBinary != nil, func() { impl.ScalarBinary(kernels.Sub, dst, 1, x) }},
+		{"BinaryBroadcast", impl.BinaryBroadcast != nil, func() { impl.BinaryBroadcast(kernels.Add, dst, x, vec, shape, xst, bst) }},
+		{"ReduceSum", impl.ReduceSum != nil, func() { impl.ReduceSum(vec, x, shape, sumSt) }},
+		{"ReduceMax", impl.ReduceMax != nil, func() { impl.ReduceMax(vec, x, shape, sumSt) }},
+		{"SumRows", impl.SumRows != nil, func() { impl.SumRows(vec, x, rows, cols) }},
+		{"MatMul", impl.MatMul != nil, func() { impl.MatMul(dst[:rows*rows], x, y, rows, rows, cols, false, true, false) }},
+		{"Softmax", impl.Softmax != nil, func() { impl.Softmax(dst, x, rows, cols) }},
+		{"LogSoftmax", impl.LogSoftmax != nil, func() { impl.LogSoftmax(dst, x, rows, cols) }},
+		{"SoftmaxGrad", impl.SoftmaxGrad != nil, func() { impl.SoftmaxGrad(dst, y, g, rows, cols) }},
+		{"LogSoftmaxGrad", impl.LogSoftmaxGrad != nil, func() { impl.LogSoftmaxGrad(dst, x, g, rows, cols) }},
+		{"SoftmaxCrossEntropy", impl.SoftmaxCrossEntropy != nil, func() { impl.SoftmaxCrossEntropy(rowv, x, labels, rows, cols) }},
+		{"SoftmaxCrossEntropyGrad", impl.SoftmaxCrossEntropyGrad != nil, func() { impl.SoftmaxCrossEntropyGrad(dst, x, labels, rowv, rows, cols) }},
+		{"Transpose", impl.Transpose != nil, func() { impl.Transpose(dst, x, shape, perm) }},
+		{"Float32ToBF16", impl.Float32ToBF16 != nil, func() { impl.Float32ToBF16(bf, x) }},
+		{"BF16ToFloat32", impl.BF16ToFloat32 != nil, func() { impl.BF16ToFloat32(dst, bf) }},
+		{"Float32ToF16", impl.Float32ToF16 != nil, func() { impl.Float32ToF16(hf, x) }},
+		{"F16ToFloat32", impl.F16ToFloat32 != nil, func() { impl.F16ToFloat32(dst, hf) }},
+	}
+	for _, c := range calls {
+		if !c.set {
+			continue
+		}
+		if n := testing.AllocsPerRun(5, c.call); n != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", c.name, n)
+		}
+	}
+}

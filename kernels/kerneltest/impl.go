@@ -1,0 +1,114 @@
+package kerneltest
+
+import (
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// The function types of Impl's fields: the float32 instantiations of the
+// kernels of the same names.
+type (
+	// UnaryFunc is Neg, Exp, Log, Sqrt, Relu, Sigmoid or Tanh.
+	UnaryFunc = func(dst, x []float32) []float32
+	// UnaryGradFunc is ReluGrad(dst, x, g), SigmoidGrad(dst, y, g) or TanhGrad(dst, y, g).
+	UnaryGradFunc = func(dst, x, g []float32) []float32
+	// BinaryFunc is Binary.
+	BinaryFunc = func(op kernels.BinaryOp, dst, a, b []float32) []float32
+	// BinaryScalarFunc is BinaryScalar.
+	BinaryScalarFunc = func(op kernels.BinaryOp, dst, a []float32, s float32) []float32
+	// ScalarBinaryFunc is ScalarBinary.
+	ScalarBinaryFunc = func(op kernels.BinaryOp, dst []float32, s float32, b []float32) []float32
+	// BinaryBroadcastFunc is BinaryBroadcast.
+	BinaryBroadcastFunc = func(op kernels.BinaryOp, dst, a, b []float32, shape, aStrides, bStrides []int) []float32
+	// ReduceFunc is ReduceSum or ReduceMax.
+	ReduceFunc = func(dst, x []float32, xShape, dstStrides []int) []float32
+	// RowsFunc is SumRows, Softmax or LogSoftmax.
+	RowsFunc = func(dst, x []float32, rows, cols int) []float32
+	// RowsGradFunc is SoftmaxGrad or LogSoftmaxGrad.
+	RowsGradFunc = func(dst, y, g []float32, rows, cols int) []float32
+	// MatMulFunc is MatMul.
+	MatMulFunc = func(dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) []float32
+	// CrossEntropyFunc is SoftmaxCrossEntropy.
+	CrossEntropyFunc = func(loss, logits []float32, labels []int32, rows, cols int) int
+	// CrossEntropyGradFunc is SoftmaxCrossEntropyGrad.
+	CrossEntropyGradFunc = func(dst, logits []float32, labels []int32, g []float32, rows, cols int) int
+	// TransposeFunc is Transpose.
+	TransposeFunc = func(dst, x []float32, shape, perm []int) []float32
+)
+
+// Impl describes one implementation of the float32 kernels. Run tests every
+// non-nil field; leave a field nil when the implementation falls back to the
+// reference for it.
+type Impl struct {
+	Name string // for test names and messages
+
+	Neg, Exp, Log, Sqrt, Relu, Sigmoid, Tanh UnaryFunc
+	ReluGrad, SigmoidGrad, TanhGrad          UnaryGradFunc
+
+	Binary          BinaryFunc
+	BinaryScalar    BinaryScalarFunc
+	ScalarBinary    ScalarBinaryFunc
+	BinaryBroadcast BinaryBroadcastFunc
+
+	ReduceSum, ReduceMax ReduceFunc
+	SumRows              RowsFunc
+
+	MatMul MatMulFunc
+
+	Softmax, LogSoftmax         RowsFunc
+	SoftmaxGrad, LogSoftmaxGrad RowsGradFunc
+	SoftmaxCrossEntropy         CrossEntropyFunc
+	SoftmaxCrossEntropyGrad     CrossEntropyGradFunc
+
+	Transpose TransposeFunc
+
+	Float32ToBF16 func(dst []tensor.BF16, src []float32) []tensor.BF16
+	BF16ToFloat32 func(dst []float32, src []tensor.BF16) []float32
+	Float32ToF16  func(dst []tensor.F16, src []float32) []tensor.F16
+	F16ToFloat32  func(dst []float32, src []tensor.F16) []float32
+}
+
+// Reference returns the reference kernels of package kernels with every
+// field set.
+func Reference() Impl {
+	return Impl{
+		Name: "reference",
+
+		Neg:     kernels.Neg[float32],
+		Exp:     kernels.Exp[float32],
+		Log:     kernels.Log[float32],
+		Sqrt:    kernels.Sqrt[float32],
+		Relu:    kernels.Relu[float32],
+		Sigmoid: kernels.Sigmoid[float32],
+		Tanh:    kernels.Tanh[float32],
+
+		ReluGrad:    kernels.ReluGrad[float32],
+		SigmoidGrad: kernels.SigmoidGrad[float32],
+		TanhGrad:    kernels.TanhGrad[float32],
+
+		Binary:          kernels.Binary[float32],
+		BinaryScalar:    kernels.BinaryScalar[float32],
+		ScalarBinary:    kernels.ScalarBinary[float32],
+		BinaryBroadcast: kernels.BinaryBroadcast[float32],
+
+		ReduceSum: kernels.ReduceSum[float32],
+		ReduceMax: kernels.ReduceMax[float32],
+		SumRows:   kernels.SumRows[float32],
+
+		MatMul: kernels.MatMul[float32],
+
+		Softmax:                 kernels.Softmax[float32],
+		LogSoftmax:              kernels.LogSoftmax[float32],
+		SoftmaxGrad:             kernels.SoftmaxGrad[float32],
+		LogSoftmaxGrad:          kernels.LogSoftmaxGrad[float32],
+		SoftmaxCrossEntropy:     kernels.SoftmaxCrossEntropy[float32],
+		SoftmaxCrossEntropyGrad: kernels.SoftmaxCrossEntropyGrad[float32],
+
+		Transpose: kernels.Transpose[float32],
+
+		Float32ToBF16: kernels.Float32ToBF16,
+		BF16ToFloat32: kernels.BF16ToFloat32,
+		Float32ToF16:  kernels.Float32ToF16,
+		F16ToFloat32:  kernels.F16ToFloat32,
+	}
+}

@@ -1,0 +1,224 @@
+package kerneltest_test
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/kernels/kerneltest"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+type tensor16 = tensor.BF16
+
+// brokenEnv names the mutation TestBrokenImpl runs in a child process.
+const brokenEnv = "KERNELTEST_BROKEN"
+
+// mutations are deliberately wrong implementations; the suite must reject
+// each one, naming the kernel.
+var mutations = map[string]func(impl *kerneltest.Impl){
+	"Exp off by 1e-4": func(impl *kerneltest.Impl) {
+		impl.Exp = func(dst, x []float32) []float32 {
+			kernels.Exp(dst, x)
+			for i := range dst {
+				dst[i] *= 1 + 1e-4
+			}
+			return dst
+		}
+	},
+	"MatMul ignores transB": func(impl *kerneltest.Impl) {
+		impl.MatMul = func(dst, a, b []float32, m, n, k int, ta, tb, acc bool) []float32 {
+			return kernels.MatMul(dst, a, b, m, n, k, ta, false, acc)
+		}
+	},
+	"MatMul ignores accumulate": func(impl *kerneltest.Impl) {
+		impl.MatMul = func(dst, a, b []float32, m, n, k int, ta, tb, acc bool) []float32 {
+			return kernels.MatMul(dst, a, b, m, n, k, ta, tb, false)
+		}
+	},
+	"Softmax without the row max": func(impl *kerneltest.Impl) {
+		impl.Softmax = func(dst, x []float32, rows, cols int) []float32 {
+			for r := 0; r < rows; r++ {
+				var s float32
+				for c := 0; c < cols; c++ {
+					dst[r*cols+c] = float32(math.Exp(float64(x[r*cols+c])))
+					s += dst[r*cols+c]
+				}
+				for c := 0; c < cols; c++ {
+					dst[r*cols+c] /= s
+				}
+			}
+			return dst
+		}
+	},
+	"ReduceSum drops the last element": func(impl *kerneltest.Impl) {
+		impl.ReduceSum = func(dst, x []float32, shape, st []int) []float32 {
+			y := append([]float32(nil), x...)
+			if len(y) > 1 {
+				y[len(y)-1] = 0
+			}
+			return kernels.ReduceSum(dst, y, shape, st)
+		}
+	},
+	"BinaryBroadcast repeats the first row of b": func(impl *kerneltest.Impl) {
+		impl.BinaryBroadcast = func(op kernels.BinaryOp, dst, a, b []float32, shape, as, bs []int) []float32 {
+			bs2 := append([]int(nil), bs...)
+			if len(bs2) > 1 {
+				bs2[0] = 0
+			}
+			return kernels.BinaryBroadcast(op, dst, a, b, shape, as, bs2)
+		}
+	},
+	"Binary Max drops NaN": func(impl *kerneltest.Impl) {
+		impl.Binary = func(op kernels.BinaryOp, dst, a, b []float32) []float32 {
+			kernels.Binary(op, dst, a, b)
+			if op == kernels.Max {
+				for i := range dst {
+					if dst[i] != dst[i] {
+						dst[i] = 0
+					}
+				}
+			}
+			return dst
+		}
+	},
+	"SoftmaxCrossEntropy reports the last bad row": func(impl *kerneltest.Impl) {
+		impl.SoftmaxCrossEntropy = func(loss, logits []float32, labels []int32, rows, cols int) int {
+			bad := kernels.SoftmaxCrossEntropy(loss, logits, labels, rows, cols)
+			for r, l := range labels {
+				if l < 0 || int(l) >= cols {
+					bad = r
+				}
+			}
+			return bad
+		}
+	},
+	"Transpose ignores perm": func(impl *kerneltest.Impl) {
+		impl.Transpose = func(dst, x []float32, shape, perm []int) []float32 { return kernels.Copy(dst, x) }
+	},
+	"Float32ToBF16 truncates": func(impl *kerneltest.Impl) {
+		impl.Float32ToBF16 = func(dst []tensor16, src []float32) []tensor16 {
+			for i, v := range src {
+				dst[i] = tensor16(math.Float32bits(v) >> 16)
+			}
+			return dst
+		}
+	},
+	"Relu allocates": func(impl *kerneltest.Impl) {
+		impl.Relu = func(dst, x []float32) []float32 {
+			tmp := make([]float32, len(x))
+			kernels.Relu(tmp, x)
+			copy(dst, tmp)
+			sink = tmp
+			return dst
+		}
+	},
+	"Neg returns a new slice": func(impl *kerneltest.Impl) {
+		impl.Neg = func(dst, x []float32) []float32 {
+			kernels.Neg(dst, x)
+			return append([]float32(nil), dst...)
+		}
+	},
+	"SigmoidGrad writes its input": func(impl *kerneltest.Impl) {
+		impl.SigmoidGrad = func(dst, y, g []float32) []float32 {
+			kernels.SigmoidGrad(dst, y, g)
+			if len(y) > 0 && &y[0] != &dst[0] && &g[0] != &dst[0] {
+				y[0]++
+			}
+			return dst
+		}
+	},
+}
+
+var sink []float32
+
+// TestBrokenImpl is the child half of TestSuiteRejectsBrokenKernels: it runs
+// the suite on a single mutation and is expected to fail.
+func TestBrokenImpl(t *testing.T) {
+	m := os.Getenv(brokenEnv)
+	if m == "" {
+		return // only meaningful as a child process
+	}
+	impl := kerneltest.Reference()
+	mutations[m](&impl)
+	kerneltest.Run(t, impl)
+}
+
+func TestSuiteRejectsBrokenKernels(t *testing.T) {
+	if os.Getenv(brokenEnv) != "" {
+		return
+	}
+	for m := range mutations {
+		t.Run(m, func(t *testing.T) {
+			t.Parallel()
+			kernel, _, _ := strings.Cut(m, " ")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenImpl$", "-test.count=1")
+			cmd.Env = append(os.Environ(), brokenEnv+"="+m)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite passed a broken %s (%s)", kernel, m)
+			}
+			if !strings.Contains(string(out), "--- FAIL: TestBrokenImpl/"+kernel+" ") &&
+				!strings.Contains(string(out), "--- FAIL: TestBrokenImpl/Allocs") {
+				t.Errorf("the suite failed, but not in %s:\n%s", kernel, out)
+			}
+		})
+	}
+}
+
+func TestReferencePasses(t *testing.T) {
+	kerneltest.Run(t, kerneltest.Reference())
+}
+
+// TestSuiteAcceptsReorderedSums checks the other side of the closeness
+// rules: implementations that sum in another order, in float32 throughout,
+// pass. A suite that only a bit-identical copy of the reference could pass
+// would be useless for fast versions.
+func TestSuiteAcceptsReorderedSums(t *testing.T) {
+	impl := kerneltest.Impl{
+		Name: "reordered",
+		MatMul: func(dst, a, b []float32, m, n, k int, ta, tb, acc bool) []float32 {
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					var s float32
+					for p := k - 1; p >= 0; p-- { // backwards, one float32 accumulator
+						av, bv := a[i*k+p], b[p*n+j]
+						if ta {
+							av = a[p*m+i]
+						}
+						if tb {
+							bv = b[j*k+p]
+						}
+						s += av * bv
+					}
+					if acc {
+						s += dst[i*n+j]
+					}
+					dst[i*n+j] = s
+				}
+			}
+			return dst
+		},
+		SumRows: func(dst, x []float32, rows, cols int) []float32 {
+			for c := range dst {
+				var s float32
+				for r := rows - 1; r >= 0; r-- {
+					s += x[r*cols+c]
+				}
+				dst[c] = s
+			}
+			return dst
+		},
+		Exp: func(dst, x []float32) []float32 {
+			for i, v := range x { // exp as e^(v/2) squared: a few ulps off
+				h := float32(math.Exp(float64(v / 2)))
+				dst[i] = h * h
+			}
+			return dst
+		},
+	}
+	kerneltest.Run(t, impl)
+}

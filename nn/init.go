@@ -1,0 +1,98 @@
+package nn
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// Initializer fills a new weight of the given shape.
+type Initializer interface {
+	Fill(rng *rand.Rand, shape tensor.Shape, dst []float64)
+	String() string
+}
+
+// fans returns Keras' fan_in and fan_out: for a kernel [.., in, out] the
+// receptive field (the leading dimensions) times in and out.
+func fans(s tensor.Shape) (in, out float64) {
+	switch s.Rank() {
+	case 0:
+		return 1, 1
+	case 1:
+		return float64(s[0]), float64(s[0])
+	}
+	rf := 1
+	for _, d := range s[:s.Rank()-2] {
+		rf *= d
+	}
+	return float64(rf * s[s.Rank()-2]), float64(rf * s[s.Rank()-1])
+}
+
+// GlorotUniform draws from U(-l, l) with l = sqrt(6/(fan_in+fan_out))
+// (Glorot and Bengio, 2010).
+type GlorotUniform struct{}
+
+func (GlorotUniform) Fill(rng *rand.Rand, s tensor.Shape, dst []float64) {
+	in, out := fans(s)
+	l := math.Sqrt(6 / (in + out))
+	for i := range dst {
+		dst[i] = (2*rng.Float64() - 1) * l
+	}
+}
+func (GlorotUniform) String() string { return "glorot_uniform" }
+
+// HeNormal draws from a normal with stddev sqrt(2/fan_in) truncated at two
+// standard deviations, as Keras' he_normal (He et al., 2015).
+type HeNormal struct{}
+
+func (HeNormal) Fill(rng *rand.Rand, s tensor.Shape, dst []float64) {
+	in, _ := fans(s)
+	// Keras divides by .87962566103423978, the stddev of a unit normal cut at 2.
+	std := math.Sqrt(2/in) / .87962566103423978
+	for i := range dst {
+		for {
+			v := rng.NormFloat64()
+			if v >= -2 && v <= 2 {
+				dst[i] = v * std
+				break
+			}
+		}
+	}
+}
+func (HeNormal) String() string { return "he_normal" }
+
+// Constant fills every element with V (zeros and ones).
+type Constant struct{ V float64 }
+
+func (c Constant) Fill(_ *rand.Rand, _ tensor.Shape, dst []float64) {
+	for i := range dst {
+		dst[i] = c.V
+	}
+}
+func (c Constant) String() string { return fmt.Sprintf("constant(%g)", c.V) }
+
+// Uniform draws from U(Lo, Hi).
+type Uniform struct{ Lo, Hi float64 }
+
+func (u Uniform) Fill(rng *rand.Rand, _ tensor.Shape, dst []float64) {
+	for i := range dst {
+		dst[i] = u.Lo + (u.Hi-u.Lo)*rng.Float64()
+	}
+}
+func (u Uniform) String() string { return fmt.Sprintf("uniform(%g, %g)", u.Lo, u.Hi) }
+
+// InitTensor fills t (float32 or float64) with init's draw for the variable
+// name under the model seed: the stream depends only on (seed, name).
+func InitTensor(init Initializer, seed uint64, name string, t tensor.Tensor) {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+	vals := make([]float64, t.Len())
+	init.Fill(rng, t.Shape(), vals)
+	for i, v := range vals {
+		t.SetFloat64At(i, v)
+	}
+}

@@ -1,0 +1,191 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// Optimizer appends parameter updates to a graph.
+type Optimizer interface {
+	Name() string
+	// Apply appends the update of each param from its gradient (same
+	// order). It declares the optimizer's state variables and hyper inputs.
+	Apply(g *graph.Graph, params, grads []*graph.Node)
+	// Feed returns the values of the hyper inputs for a step (counted from
+	// 1) at learning rate lr, by input name.
+	Feed(step int64, lr float64) map[string]float64
+}
+
+// ByName returns "sgd", "adam" or "adamw" with default settings.
+func ByName(name string) (Optimizer, error) {
+	switch strings.ToLower(name) {
+	case "sgd":
+		return &SGD{}, nil
+	case "momentum":
+		return &SGD{Momentum: 0.9}, nil
+	case "nesterov":
+		return &SGD{Momentum: 0.9, Nesterov: true}, nil
+	case "adam":
+		return &Adam{}, nil
+	case "adamw":
+		return &Adam{WeightDecay: 0.01, Decoupled: true}, nil
+	}
+	return nil, fmt.Errorf("optim: unknown optimizer %q (known: sgd, momentum, nesterov, adam, adamw)", name)
+}
+
+// hyper declares (once per graph) a scalar input named name of the params' dtype.
+func hyper(g *graph.Graph, name string, dt tensor.DType) *graph.Node {
+	if n, ok := g.LookupInput(name); ok {
+		return n
+	}
+	return g.Input(name, dt, nil)
+}
+
+// state declares an optimizer state variable shaped like p.
+func state(g *graph.Graph, p *graph.Node, slot string) *graph.Node {
+	name := p.Attr().Name + "/" + slot
+	if v, ok := g.LookupVariable(name); ok {
+		return v
+	}
+	return g.Variable(name, graph.RoleOptState, p.DType(), p.Shape())
+}
+
+func begin(g *graph.Graph, name string) func() {
+	old := g.SetPhase(graph.Update)
+	g.PushScope(name)
+	return func() { g.PopScope(); g.SetPhase(old) }
+}
+
+// SGD is stochastic gradient descent with optional momentum, Nesterov
+// momentum and (coupled) weight decay.
+type SGD struct {
+	Momentum    float64
+	Nesterov    bool
+	WeightDecay float64
+}
+
+func (o *SGD) Name() string { return "sgd" }
+
+func (o *SGD) Apply(g *graph.Graph, params, grads []*graph.Node) {
+	defer begin(g, "sgd")()
+	for i, p := range params {
+		lr := hyper(g, "opt/lr", p.DType())
+		gr := grads[i]
+		if o.WeightDecay != 0 {
+			gr = graph.Add(gr, graph.MulScalar(p, o.WeightDecay))
+		}
+		step := gr
+		if o.Momentum != 0 {
+			b := state(g, p, "momentum")
+			nb := graph.Add(graph.MulScalar(b, o.Momentum), gr)
+			graph.Assign(b, nb)
+			step = nb
+			if o.Nesterov {
+				step = graph.Add(gr, graph.MulScalar(nb, o.Momentum))
+			}
+		}
+		graph.Assign(p, graph.Sub(p, graph.Mul(step, lr)))
+	}
+}
+
+func (o *SGD) Feed(step int64, lr float64) map[string]float64 {
+	return map[string]float64{"opt/lr": lr}
+}
+
+// Adam is Adam, or AdamW when Decoupled.
+type Adam struct {
+	Beta1, Beta2, Epsilon float64 // zero: 0.9, 0.999, 1e-8
+	WeightDecay           float64 // coupled (added to g) unless Decoupled
+	Decoupled             bool
+}
+
+func (o *Adam) Name() string {
+	if o.Decoupled {
+		return "adamw"
+	}
+	return "adam"
+}
+
+func (o *Adam) betas() (b1, b2, eps float64) {
+	b1, b2, eps = o.Beta1, o.Beta2, o.Epsilon
+	if b1 == 0 {
+		b1 = 0.9
+	}
+	if b2 == 0 {
+		b2 = 0.999
+	}
+	if eps == 0 {
+		eps = 1e-8
+	}
+	return
+}
+
+func (o *Adam) Apply(g *graph.Graph, params, grads []*graph.Node) {
+	defer begin(g, o.Name())()
+	b1, b2, eps := o.betas()
+	for i, p := range params {
+		dt := p.DType()
+		stepSize := hyper(g, "opt/step_size", dt) // lr / (1 - β1ᵗ)
+		bias2 := hyper(g, "opt/bias2_sqrt", dt)   // √(1 - β2ᵗ)
+		gr := grads[i]
+		w := p
+		if o.WeightDecay != 0 {
+			if o.Decoupled {
+				w = graph.Sub(p, graph.Mul(p, hyper(g, "opt/lr_wd", dt))) // w·(1 - lr·wd)
+			} else {
+				gr = graph.Add(gr, graph.MulScalar(p, o.WeightDecay))
+			}
+		}
+		m, v := state(g, p, "m"), state(g, p, "v")
+		nm := graph.Add(graph.MulScalar(m, b1), graph.MulScalar(gr, 1-b1))
+		nv := graph.Add(graph.MulScalar(v, b2), graph.MulScalar(graph.Square(gr), 1-b2))
+		denom := graph.AddScalar(graph.Div(graph.Sqrt(nv), bias2), eps)
+		nw := graph.Sub(w, graph.Mul(stepSize, graph.Div(nm, denom)))
+		graph.Assign(m, nm)
+		graph.Assign(v, nv)
+		graph.Assign(p, nw)
+	}
+}
+
+func (o *Adam) Feed(step int64, lr float64) map[string]float64 {
+	b1, b2, _ := o.betas()
+	t := float64(step)
+	f := map[string]float64{
+		"opt/step_size":  lr / (1 - math.Pow(b1, t)),
+		"opt/bias2_sqrt": math.Sqrt(1 - math.Pow(b2, t)),
+	}
+	if o.Decoupled && o.WeightDecay != 0 {
+		f["opt/lr_wd"] = lr * o.WeightDecay
+	}
+	return f
+}
+
+// ClipByGlobalNorm returns the gradients scaled by min(1, clip/‖g‖), ‖g‖
+// the Euclidean norm of all of them together.
+func ClipByGlobalNorm(grads []*graph.Node, clip float64) []*graph.Node {
+	if len(grads) == 0 || clip <= 0 {
+		return grads
+	}
+	g := grads[0].Graph()
+	defer begin(g, "clip_by_global_norm")()
+	var sq *graph.Node
+	for _, gr := range grads {
+		s := graph.ReduceSum(graph.Square(gr))
+		if sq == nil {
+			sq = s
+		} else {
+			sq = graph.Add(sq, s)
+		}
+	}
+	norm := graph.Sqrt(sq)
+	scale := graph.Div(graph.ScalarLike(norm, clip), graph.Maximum(norm, graph.ScalarLike(norm, clip)))
+	out := make([]*graph.Node, len(grads))
+	for i, gr := range grads {
+		out[i] = graph.Mul(gr, scale)
+	}
+	return out
+}

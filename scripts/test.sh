@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every test of headroom: vet, build (also with cgo off), unit tests,
+# race tests of the concurrent packages, and a short run of every fuzz
+# target. Installs what it needs (Go modules) first. Usage: scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOFLAGS=${GOFLAGS:--buildvcs=false}
+fuzztime=${FUZZTIME:-4s}
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "modules"
+go mod download
+
+step "vet and build"
+go vet ./...
+CGO_ENABLED=0 go build ./...
+
+step "unit tests"
+go test -count=1 ./...
+
+step "race tests (concurrent packages)"
+race_pkgs=$(go list ./mem/... ./data/... ./runtime/... 2>/dev/null || true)
+# shellcheck disable=SC2086
+go test -race -count=1 $race_pkgs
+
+step "fuzz targets, ${fuzztime} each"
+go test -list '^Fuzz' ./... | awk '/^Fuzz/ {print}' >/dev/null # compile check
+for pkg in $(go list ./...); do
+  for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+    echo "fuzz $pkg $target"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/headroom-fuzz.log 2>&1 || {
+      cat /tmp/headroom-fuzz.log
+      exit 1
+    }
+  done
+done
+
+echo
+echo "all tests passed"

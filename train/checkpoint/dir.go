@@ -1,0 +1,163 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+const (
+	stepPrefix = "ckpt-"
+	stepSuffix = ".safetensors"
+)
+
+// StepPath returns the checkpoint file of step in dir:
+// dir/ckpt-<step, 10 digits or more>.safetensors.
+func StepPath(dir string, step int64) string {
+	return filepath.Join(dir, fmt.Sprintf("%s%010d%s", stepPrefix, step, stepSuffix))
+}
+
+// parseStepName returns the step of a file name that StepPath writes, or
+// false for any other name (including non-canonical spellings of a step).
+func parseStepName(name string) (int64, bool) {
+	digits, ok := strings.CutPrefix(name, stepPrefix)
+	if !ok {
+		return 0, false
+	}
+	if digits, ok = strings.CutSuffix(digits, stepSuffix); !ok || len(digits) < 10 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	step, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || filepath.Base(StepPath("", step)) != name {
+		return 0, false
+	}
+	return step, true
+}
+
+// SaveStep saves the checkpoint of a training step to StepPath(dir, step)
+// with Save (atomically), recording step under KeyStep in the metadata. Then,
+// if keep > 0, it deletes older checkpoints so that keep remain with a step
+// at or below step; checkpoints with a larger step (left by a run that was
+// resumed from an earlier one) are never touched. It also removes temporary
+// files that a killed writer left in dir: a directory has one writer at a
+// time. If only this clean-up fails, SaveStep returns the path of the
+// complete checkpoint together with the error.
+func SaveStep(dir string, step int64, entries []Entry, meta map[string]string, keep int) (string, error) {
+	if step < 0 {
+		return "", fmt.Errorf("checkpoint: save step %d: negative step", step)
+	}
+	want := strconv.FormatInt(step, 10)
+	if v, ok := meta[KeyStep]; ok && v != want {
+		return "", fmt.Errorf("checkpoint: save step %d: metadata %s is %q", step, KeyStep, v)
+	}
+	m := make(map[string]string, len(meta)+2)
+	for k, v := range meta {
+		m[k] = v
+	}
+	m[KeyStep] = want
+	path := StepPath(dir, step)
+	if err := Save(path, entries, m); err != nil {
+		return "", err
+	}
+	if err := prune(dir, step, keep); err != nil {
+		return path, fmt.Errorf("checkpoint: save step %d: clean up %s: %w", step, dir, err)
+	}
+	return path, nil
+}
+
+// prune deletes all but the keep-1 newest checkpoints older than step (step's
+// own file is the keep-th) and every leftover temporary checkpoint file.
+func prune(dir string, step int64, keep int) error {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var older []int64
+	var errs []error
+	for _, de := range des {
+		name := de.Name()
+		if s, ok := parseStepName(name); ok && s < step {
+			older = append(older, s)
+		} else if strings.HasPrefix(name, "."+stepPrefix) && strings.Contains(name, stepSuffix+tempInfix) {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if keep > 0 && len(older) > keep-1 {
+		slices.Sort(older)
+		for _, s := range older[:len(older)-(keep-1)] {
+			if err := os.Remove(StepPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Latest returns the newest checkpoint in dir that loads: it validates the
+// newest file (header, layout, checksum, and that its KeyStep metadata, if
+// any, matches its name) and falls back to the previous one if that fails.
+// With no checkpoint files in dir (or no dir), the error wraps
+// fs.ErrNotExist, so a trainer can start afresh. When files exist but none
+// loads, the error does not wrap fs.ErrNotExist: starting afresh would
+// silently discard the run, so the caller should stop and show the error
+// (each file's *FormatError is reachable with errors.As).
+func Latest(dir string) (path string, step int64, err error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return "", 0, fmt.Errorf("checkpoint: latest: %w", err)
+	}
+	var steps []int64
+	for _, de := range des {
+		if s, ok := parseStepName(de.Name()); ok && de.Type().IsRegular() {
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) == 0 {
+		return "", 0, fmt.Errorf("checkpoint: latest: no checkpoint in %s: %w", dir, fs.ErrNotExist)
+	}
+	slices.Sort(steps)
+	var errs []error
+	for i := len(steps) - 1; i >= 0; i-- {
+		p := StepPath(dir, steps[i])
+		if err := verifyStep(p, steps[i]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return p, steps[i], nil
+	}
+	return "", 0, fmt.Errorf("checkpoint: latest: none of the %d checkpoints in %s loads: %w", len(steps), dir, errors.Join(errs...))
+}
+
+// verifyStep validates the checkpoint at path, streaming its data through the
+// checksum without keeping it.
+func verifyStep(path string, step int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	meta, err := verify(f, fi.Size(), path)
+	if err != nil {
+		return err
+	}
+	if v, ok := meta[KeyStep]; ok && v != strconv.FormatInt(step, 10) {
+		return &FormatError{File: path, Offset: 8, Msg: fmt.Sprintf("metadata %s is %q but the file name says step %d", KeyStep, v, step)}
+	}
+	return nil
+}
