@@ -38,7 +38,9 @@ func TestShapeErrorsNameOpAndShapes(t *testing.T) {
 		{"labels dtype", func(g *graph.Graph) {
 			graph.SoftmaxCrossEntropy(g.Input("l", f32, tensor.Shape{4, 10}), g.Input("y", f32, tensor.Shape{4}))
 		}, []string{"softmax_cross_entropy", "int32", "float32[4]"}},
-		{"gather indices", func(g *graph.Graph) { graph.Gather(g.Input("p", f32, tensor.Shape{4, 2}), g.Input("i", f32, tensor.Shape{3})) }, []string{"gather", "int32"}},
+		{"gather indices", func(g *graph.Graph) {
+			graph.Gather(g.Input("p", f32, tensor.Shape{4, 2}), g.Input("i", f32, tensor.Shape{3}))
+		}, []string{"gather", "int32"}},
 		{"broadcast_to", func(g *graph.Graph) { graph.BroadcastTo(g.Input("a", f32, tensor.Shape{3}), 2, 4) }, []string{"broadcast_to", "[3]", "[2, 4]"}},
 		{"assign shape", func(g *graph.Graph) {
 			graph.Assign(g.Param("w", f32, tensor.Shape{2}), g.Input("a", f32, tensor.Shape{3}))

@@ -22,7 +22,7 @@
 //   - BatchNormalization (momentum 0.99, epsilon 1e-3) normalizes over every
 //     axis but the last, uses the batch's biased variance in training and
 //     updates the moving statistics as Keras does (moving = momentum*moving
-//     + (1-momentum)*batch); in inference it uses the moving statistics.
+//   - (1-momentum)*batch); in inference it uses the moving statistics.
 //   - Dropout is inverted dropout (kept units scaled by 1/(1-rate)) with a
 //     counter-based mask: a function of (seed, layer, step), so runs and
 //     resumed runs draw the same masks.

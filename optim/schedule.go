@@ -48,7 +48,9 @@ func (c Cosine) LR(step int64) float64 {
 	t := float64(step-1) / float64(c.Steps)
 	return c.Min + (c.Base-c.Min)*0.5*(1+math.Cos(math.Pi*t))
 }
-func (c Cosine) String() string { return fmt.Sprintf("cosine(%g -> %g over %d)", c.Base, c.Min, c.Steps) }
+func (c Cosine) String() string {
+	return fmt.Sprintf("cosine(%g -> %g over %d)", c.Base, c.Min, c.Steps)
+}
 
 // Warmup ramps linearly from 0 to Then's rate over Steps steps, then
 // follows Then.

@@ -49,7 +49,7 @@ func randomStep(rng *rand.Rand) func() (*graph.Graph, compile.Options) {
 				n = graph.Reshape(graph.Transpose(graph.Reshape(full(), 6, 4)), 4, 6)
 			case 6:
 				n = graph.MatMulT(full(), full(), false, true) // [4, 4]
-				n = graph.MatMul(n, full())                   // [4, 6]
+				n = graph.MatMul(n, full())                    // [4, 6]
 			case 7:
 				n = graph.Sigmoid(graph.Neg(full()))
 			case 8:
