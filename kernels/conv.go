@@ -118,9 +118,9 @@ func window(start, k, size int) (lo, hi int) {
 	return lo, max(hi, lo)
 }
 
-// checkConv validates a convolution's operands and returns the number of
-// images per chunk that work holds (at least 1).
-// The names say which operand is which (x or dx, and so on).
+// checkConv validates a convolution's operands, named xName and so on (x or
+// dx, ...), and returns the number of images per chunk that work holds (at
+// least 1).
 func (g ConvGeom) checkConv(fn string, f int, xName string, lenX int, filterName string, lenFilter int, yName string, lenY, lenWork int) int {
 	g.check(fn)
 	if f < 0 {
@@ -282,7 +282,7 @@ func col2im[T Float](dx, cols []T, g ConvGeom, n0, nb int) {
 					d := di[dst : dst+(hi-lo)*g.C]
 					s := row[kh*rowLen+lo*g.C : kh*rowLen+hi*g.C]
 					for j, v := range s {
-						d[j] = v
+						d[j] += v
 					}
 				}
 			}

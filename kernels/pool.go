@@ -56,8 +56,19 @@ func MaxPool2D[T Float](dst, x []T, g ConvGeom) []T {
 			for ow := 0; ow < g.OW; ow++ {
 				h0, h1, w0, w1 := g.poolWindow(oh, ow)
 				d := di[(oh*g.OW+ow)*g.C : (oh*g.OW+ow+1)*g.C]
-				for c := range d {
-					d[c] = xi[argmaxWindow(xi, g, h0, h1, w0, w1, c)]
+				// All channels at once, visiting the cells in the order and
+				// with the rule of argmaxWindow, so the value selected is
+				// the one MaxPool2DGrad routes to.
+				copy(d, xi[(h0*g.W+w0)*g.C:])
+				for ih := h0; ih < h1; ih++ {
+					for iw := w0; iw < w1; iw++ {
+						cell := xi[(ih*g.W+iw)*g.C : (ih*g.W+iw+1)*g.C]
+						for c, v := range cell {
+							if bv := d[c]; v > bv || (v != v && bv == bv) {
+								d[c] = v
+							}
+						}
+					}
 				}
 			}
 		}
