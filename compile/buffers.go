@@ -127,12 +127,19 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 			}
 		}
 	}
+	grads := map[int]bool{}
+	for _, n := range opt.Grads {
+		grads[n.ID()] = true
+	}
 	for i, b := range a.bufs {
 		if a.dead[i] || b.Kind != KindArena {
 			continue
 		}
 		for _, id := range b.Nodes {
-			if a.g.Node(id).Phase() == graph.Forward && a.backRead[id] {
+			switch {
+			case grads[id]:
+				b.Category = mem.Grad
+			case a.g.Node(id).Phase() == graph.Forward && a.backRead[id] && b.Category != mem.Grad:
 				b.Category = mem.Activation
 			}
 		}

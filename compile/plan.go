@@ -55,6 +55,9 @@ type Plan struct {
 	ArenaBytes int64
 	LowerBound int64
 	PeakInstr  int // the instruction at which the most arena bytes are live
+	// ArenaShare splits ArenaBytes by the category of the buffers live at
+	// PeakInstr (activation, grad), the rest counted as workspace.
+	ArenaShare [mem.NumCategories]int64
 	Totals     [mem.NumCategories]int64
 	Peak       int64
 }
@@ -77,11 +80,13 @@ func newPlan(bufs []Buffer, arena []int, ninstr int) *Plan {
 		if b.Kind != KindArena {
 			p.Totals[b.Category] += b.Bytes
 			p.Peak += b.Bytes
-		} else if b.Category == mem.Activation && b.Start <= p.PeakInstr && p.PeakInstr <= b.End {
-			p.Totals[mem.Activation] += b.Bytes
+		} else if b.Category != mem.Workspace && b.Start <= p.PeakInstr && p.PeakInstr <= b.End {
+			p.Totals[b.Category] += b.Bytes
+			p.ArenaShare[b.Category] += b.Bytes
 		}
 	}
-	p.Totals[mem.Workspace] += p.ArenaBytes - p.Totals[mem.Activation]
+	p.ArenaShare[mem.Workspace] = p.ArenaBytes - p.ArenaShare[mem.Activation] - p.ArenaShare[mem.Grad]
+	p.Totals[mem.Workspace] += p.ArenaShare[mem.Workspace]
 	p.Peak += p.ArenaBytes
 	return p
 }

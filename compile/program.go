@@ -24,7 +24,11 @@ type Options struct {
 	Outputs []Output
 	// Budget, when > 0, is the most bytes the plan may need: a larger Peak
 	// fails with *mem.OOMError before any memory is taken.
-	Budget         int64
+	Budget int64
+	// Grads names gradient nodes that stay arena temporaries (consumed by
+	// the update in the same step): the plan counts them as grad, not
+	// workspace.
+	Grads          []*graph.Node
 	DisableInPlace bool // for tests and comparisons
 	DisableFolding bool
 }

@@ -15,9 +15,9 @@ type Optimizer interface {
 	// Apply appends the update of each param from its gradient (same
 	// order). It declares the optimizer's state variables and hyper inputs.
 	Apply(g *graph.Graph, params, grads []*graph.Node)
-	// Feed returns the values of the hyper inputs for a step (counted from
-	// 1) at learning rate lr, by input name.
-	Feed(step int64, lr float64) map[string]float64
+	// Feed sets each hyper input for a step (counted from 1) at learning
+	// rate lr, through set(name, value). It allocates nothing.
+	Feed(step int64, lr float64, set func(name string, v float64))
 }
 
 // ByName returns "sgd", "adam" or "adamw" with default settings.
@@ -92,9 +92,7 @@ func (o *SGD) Apply(g *graph.Graph, params, grads []*graph.Node) {
 	}
 }
 
-func (o *SGD) Feed(step int64, lr float64) map[string]float64 {
-	return map[string]float64{"opt/lr": lr}
-}
+func (o *SGD) Feed(step int64, lr float64, set func(string, float64)) { set("opt/lr", lr) }
 
 // Adam is Adam, or AdamW when Decoupled.
 type Adam struct {
@@ -151,17 +149,14 @@ func (o *Adam) Apply(g *graph.Graph, params, grads []*graph.Node) {
 	}
 }
 
-func (o *Adam) Feed(step int64, lr float64) map[string]float64 {
+func (o *Adam) Feed(step int64, lr float64, set func(string, float64)) {
 	b1, b2, _ := o.betas()
 	t := float64(step)
-	f := map[string]float64{
-		"opt/step_size":  lr / (1 - math.Pow(b1, t)),
-		"opt/bias2_sqrt": math.Sqrt(1 - math.Pow(b2, t)),
-	}
+	set("opt/step_size", lr/(1-math.Pow(b1, t)))
+	set("opt/bias2_sqrt", math.Sqrt(1-math.Pow(b2, t)))
 	if o.Decoupled && o.WeightDecay != 0 {
-		f["opt/lr_wd"] = lr * o.WeightDecay
+		set("opt/lr_wd", lr*o.WeightDecay)
 	}
-	return f
 }
 
 // ClipByGlobalNorm returns the gradients scaled by min(1, clip/‖g‖), ‖g‖

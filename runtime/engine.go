@@ -132,19 +132,23 @@ func roleCategory(r graph.Role) mem.Category {
 // in, one at a time (a training step, an evaluation step, a smaller last
 // batch): the reservation is as large as the largest of them.
 type Arena struct {
-	engine  *Engine
-	buf     *mem.Buffer
-	owner   string
-	size    int64
-	actMove int64 // bytes shown as activation in the ledger
+	engine *Engine
+	buf    *mem.Buffer
+	owner  string
+	size   int64
+	share  [mem.NumCategories]int64 // bytes shown by category in the ledger
 }
 
 // Size returns the arena's bytes.
 func (a *Arena) Size() int64 { return a.size }
 
-// ReserveArena reserves an arena of size bytes, of which activation are
-// shown in the ledger as activation and the rest as workspace.
-func (e *Engine) ReserveArena(owner string, size, activation int64) (*Arena, error) {
+// ReserveArena reserves an arena of the total of share's bytes, shown in
+// the ledger by category as share says (a plan's ArenaShare).
+func (e *Engine) ReserveArena(owner string, share [mem.NumCategories]int64) (*Arena, error) {
+	var size int64
+	for _, b := range share {
+		size += b
+	}
 	a := &Arena{engine: e, owner: owner, size: size}
 	if size == 0 {
 		return a, nil
@@ -154,10 +158,12 @@ func (e *Engine) ReserveArena(owner string, size, activation int64) (*Arena, err
 		return nil, err
 	}
 	a.buf = buf
-	if activation > 0 {
-		a.actMove = min(activation, size)
-		e.ledger.Move(mem.Workspace, mem.Activation, owner, a.actMove)
+	for c, b := range share {
+		if mem.Category(c) != mem.Workspace && b > 0 {
+			e.ledger.Move(mem.Workspace, mem.Category(c), owner, b)
+		}
 	}
+	a.share = share
 	return a, nil
 }
 
@@ -166,8 +172,10 @@ func (a *Arena) Release() {
 	if a.buf == nil {
 		return
 	}
-	if a.actMove > 0 {
-		a.engine.ledger.Move(mem.Activation, mem.Workspace, a.owner, a.actMove)
+	for c, b := range a.share {
+		if mem.Category(c) != mem.Workspace && b > 0 {
+			a.engine.ledger.Move(mem.Category(c), mem.Workspace, a.owner, b)
+		}
 	}
 	a.engine.alloc.Free(a.buf)
 	a.buf = nil
@@ -231,7 +239,7 @@ func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err err
 		x.bufs[s.Buffer] = v.bytes
 	}
 	if shared == nil {
-		if x.arena, err = e.ReserveArena("arena:"+p.Name, p.Plan.ArenaBytes, p.Plan.Totals[mem.Activation]); err != nil {
+		if x.arena, err = e.ReserveArena("arena:"+p.Name, p.Plan.ArenaShare); err != nil {
 			return nil, err
 		}
 		x.ownsArena = true

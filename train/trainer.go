@@ -1,0 +1,420 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/headroom-ml/headroom/autodiff"
+	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/runtime"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// Config describes a training run (Keras' compile and fit arguments).
+type Config struct {
+	Model     *nn.Sequential
+	Loss      nn.Loss         // nil: sparse categorical cross-entropy
+	Optimizer optim.Optimizer // nil: Adam
+	Schedule  optim.Schedule  // nil: constant 1e-3
+	ClipNorm  float64         // > 0: clip gradients by global norm
+	Epochs    int
+	Batch     int
+	Seed      uint64
+	Budget    int64 // bytes; <= 0: no budget
+	// EvalBatch is the batch size of evaluation (0: Batch).
+	EvalBatch int
+	// Validation, when set, is evaluated at the end of each epoch.
+	Validation *Examples
+	Callbacks  []Callback
+	// CheckpointDir, when set, receives a checkpoint at each epoch end;
+	// with Resume, training continues from the newest one there.
+	CheckpointDir   string
+	Resume          bool
+	KeepCheckpoints int // 0: keep 3
+	// Warmup steps are left out of SamplesPerSec (20, as the peers).
+	Warmup int
+}
+
+// Trainer holds a model's compiled programs and their memory.
+type Trainer struct {
+	cfg    Config
+	engine *runtime.Engine
+	arena  *runtime.Arena
+	progs  map[string]*program
+	data   []*Examples // charged to the ledger
+	// Planned is the bytes the trainer reserves, known before step 1.
+	Planned int64
+	// Plan is the training step's plan (full batch).
+	Plan *compile.Plan
+
+	stop    bool    // set by StopTraining
+	lrScale float64 // set by LRScheduler
+}
+
+type program struct {
+	p     *compile.Program
+	x     *runtime.Executable
+	batch int
+	train bool
+	in    struct{ x, y, step tensor.Tensor }
+	hyper map[string]tensor.Tensor
+	loss  tensor.Tensor // train: mean loss; eval: sum of per-example losses
+	out   tensor.Tensor // logits (or outputs) for accuracy and Predict
+}
+
+func (c *Config) defaults() {
+	if c.Loss == nil {
+		c.Loss = nn.SparseCategoricalCrossentropy{}
+	}
+	if c.Optimizer == nil {
+		c.Optimizer = &optim.Adam{}
+	}
+	if c.Schedule == nil {
+		c.Schedule = optim.Constant(1e-3)
+	}
+	if c.Warmup == 0 {
+		c.Warmup = 20
+	}
+	if c.KeepCheckpoints == 0 {
+		c.KeepCheckpoints = 3
+	}
+	if c.EvalBatch == 0 {
+		c.EvalBatch = c.Batch
+	}
+}
+
+// build returns the graph of the training (train) or evaluation step at
+// batch size b.
+func (c *Config) build(b int, train bool) func() (*graph.Graph, compile.Options) {
+	return func() (*graph.Graph, compile.Options) {
+		g := graph.New()
+		ctx := nn.NewContext(g, train, c.Seed)
+		m := c.Model
+		x := g.Input("x", m.InputType(), append(tensor.Shape{b}, m.InputShape...))
+		out := m.Forward(ctx, x)
+		y := g.Input("y", c.Loss.LabelType(), append(tensor.Shape{b}, c.Loss.LabelShape(out.Shape())...))
+		g.PushScope("loss")
+		per := c.Loss.PerExample(out, y)
+		g.PopScope()
+		scores, _ := nn.Logits(out)
+		name := "eval"
+		if !train {
+			opt := compile.Options{Name: name, Outputs: []compile.Output{
+				{Name: "loss", Node: graph.ReduceSum(per)}, {Name: "out", Node: out}}}
+			return g, opt
+		}
+		name = "train"
+		loss := graph.ReduceMean(per)
+		grads := autodiff.Grad(loss, ctx.Trainable...)
+		grads = optim.ClipByGlobalNorm(grads, c.ClipNorm)
+		c.Optimizer.Apply(g, ctx.Trainable, grads)
+		old := g.SetPhase(graph.Update)
+		for _, u := range ctx.Updates {
+			graph.Assign(u[0], u[1])
+		}
+		g.SetPhase(old)
+		return g, compile.Options{Name: name, Grads: grads, Outputs: []compile.Output{
+			{Name: "loss", Node: loss}, {Name: "out", Node: scores}}}
+	}
+}
+
+// compileAll compiles the programs for the given data sizes.
+func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
+	progs := map[string]*program{}
+	add := func(key string, b int, train bool) error {
+		if b <= 0 {
+			return nil
+		}
+		p, err := compile.Build(c.build(b, train))
+		if err != nil {
+			return fmt.Errorf("train: building the %s step (batch %d): %w", key, b, err)
+		}
+		p.Name = key
+		progs[key] = &program{p: p, batch: b, train: train}
+		return nil
+	}
+	bt := min(c.Batch, trainN)
+	if err := add("train", bt, true); err != nil {
+		return nil, err
+	}
+	if r := trainN % bt; r != 0 {
+		if err := add("train_tail", r, true); err != nil {
+			return nil, err
+		}
+	}
+	if evalN > 0 {
+		be := min(c.EvalBatch, evalN)
+		if err := add("eval", be, false); err != nil {
+			return nil, err
+		}
+		if r := evalN % be; r != 0 {
+			if err := add("eval_tail", r, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return progs, nil
+}
+
+// planned returns what the programs reserve together: every variable once,
+// the largest arena, and each program's own persistent buffers.
+func planned(progs map[string]*program) (total int64, share [mem.NumCategories]int64) {
+	vars := map[string]int64{}
+	var arena int64
+	for _, pr := range progs {
+		for _, b := range pr.p.Plan.Buffers {
+			switch b.Kind {
+			case compile.KindVariable:
+				vars[b.Name] = b.Bytes
+			case compile.KindArena:
+			default:
+				total += b.Bytes
+			}
+		}
+		if pr.p.Plan.ArenaBytes > arena {
+			arena = pr.p.Plan.ArenaBytes
+			share = pr.p.Plan.ArenaShare
+		}
+	}
+	for _, b := range vars {
+		total += b
+	}
+	return total + arena, share
+}
+
+// PlanFor compiles the programs Fit would use for trainN training and evalN
+// evaluation examples, and returns the training step's plan and the bytes
+// the run would reserve (data sets excluded).
+func PlanFor(cfg Config, trainN, evalN int) (*compile.Plan, int64, error) {
+	cfg.defaults()
+	progs, err := cfg.compileAll(trainN, evalN)
+	if err != nil {
+		return nil, 0, err
+	}
+	total, _ := planned(progs)
+	return progs["train"].p.Plan, total, nil
+}
+
+// MaxBatch returns the largest batch size <= limit whose run fits in budget
+// bytes (data sets included, as dataBytes), or 0 if none does.
+func MaxBatch(cfg Config, trainN, evalN int, dataBytes, budget int64, limit int) (int, error) {
+	fits := func(b int) (bool, error) {
+		c := cfg
+		c.Batch = b
+		_, total, err := PlanFor(c, trainN, evalN)
+		if err != nil {
+			return false, err
+		}
+		return total+dataBytes <= budget, nil
+	}
+	lo, hi := 0, limit // fits(lo) holds (0 by convention); find the largest
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		ok, err := fits(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, nil
+}
+
+// New compiles the model for the training data and cfg.Validation and
+// reserves all the memory the run will use on a new CPU engine. It fails
+// before any step with *mem.OOMError when Budget cannot hold it, naming a
+// batch size that fits.
+func New(cfg Config, trainData *Examples) (*Trainer, error) {
+	evalData := cfg.Validation
+	cfg.defaults()
+	if cfg.Model == nil || cfg.Batch <= 0 || cfg.Epochs < 0 {
+		return nil, errors.New("train: a model, a positive batch size and epochs >= 0 are required")
+	}
+	if err := trainData.Validate(); err != nil {
+		return nil, err
+	}
+	evalN := 0
+	if evalData != nil {
+		if err := evalData.Validate(); err != nil {
+			return nil, err
+		}
+		evalN = evalData.N
+	}
+	progs, err := cfg.compileAll(trainData.N, evalN)
+	if err != nil {
+		return nil, err
+	}
+	total, share := planned(progs)
+	dataBytes := mem.Align(trainData.Bytes())
+	if evalData != nil {
+		dataBytes += mem.Align(evalData.Bytes())
+	}
+	t := &Trainer{cfg: cfg, progs: progs, Planned: total + dataBytes, Plan: progs["train"].p.Plan}
+	if cfg.Budget > 0 && t.Planned > cfg.Budget {
+		return nil, t.budgetError(trainData.N, evalN, dataBytes)
+	}
+	t.engine = runtime.NewCPU(cfg.Budget)
+	ok := false
+	defer func() {
+		if !ok {
+			t.Close()
+		}
+	}()
+	for _, d := range []*Examples{trainData, evalData} {
+		if d == nil {
+			continue
+		}
+		if err := t.engine.Ledger().Charge(mem.Input, "data:"+d.Name, mem.Align(d.Bytes())); err != nil {
+			return nil, err
+		}
+		t.data = append(t.data, d)
+	}
+	if t.arena, err = t.engine.ReserveArena("arena", share); err != nil {
+		return nil, err
+	}
+	for _, key := range sortedKeys(progs) {
+		if err := t.attach(progs[key]); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.initWeights(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return t, nil
+}
+
+func (t *Trainer) budgetError(trainN, evalN int, dataBytes int64) error {
+	oom := t.Plan.OOM("train", t.cfg.Budget)
+	oom.Request = t.Planned
+	oom.Remedies = nil
+	fit, err := MaxBatch(t.cfg, trainN, evalN, dataBytes, t.cfg.Budget, t.cfg.Batch)
+	switch {
+	case err != nil:
+		oom.Remedies = append(oom.Remedies, "could not search smaller batches: "+err.Error())
+	case fit > 0:
+		oom.Remedies = append(oom.Remedies, fmt.Sprintf("batch %d needs %s; batch %d fits in the budget of %s",
+			t.cfg.Batch, mem.FormatBytes(t.Planned), fit, mem.FormatBytes(t.cfg.Budget)))
+	default:
+		oom.Remedies = append(oom.Remedies, fmt.Sprintf("batch %d needs %s; not even batch 1 fits in %s (weights, optimizer state and data alone exceed it)",
+			t.cfg.Batch, mem.FormatBytes(t.Planned), mem.FormatBytes(t.cfg.Budget)))
+	}
+	return oom
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// attach loads a compiled program into the shared arena and binds its
+// inputs and outputs.
+func (t *Trainer) attach(pr *program) error {
+	var err error
+	if pr.x, err = t.engine.LoadIn(pr.p, t.arena); err != nil {
+		return err
+	}
+	return pr.bind()
+}
+
+// load compiles and attaches a program after New (evaluation of data of a
+// size New did not plan for). Its buffers add to the ledger beyond Planned.
+func (t *Trainer) load(key string, b int, train bool) (*program, error) {
+	p, err := compile.Build(t.cfg.build(b, train))
+	if err != nil {
+		return nil, err
+	}
+	p.Name = key
+	pr := &program{p: p, batch: b, train: train}
+	if err := t.attach(pr); err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+func (pr *program) bind() error {
+	var err error
+	get := func(name string) tensor.Tensor {
+		if err != nil {
+			return tensor.Tensor{}
+		}
+		var t tensor.Tensor
+		t, err = pr.x.Input(name)
+		return t
+	}
+	pr.in.x, pr.in.y = get("x"), get("y")
+	pr.hyper = map[string]tensor.Tensor{}
+	for _, s := range pr.p.Inputs {
+		switch s.Name {
+		case "x", "y":
+		case "step":
+			pr.in.step = get("step")
+		default:
+			pr.hyper[s.Name] = get(s.Name)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if pr.loss, err = pr.x.Output("loss"); err != nil {
+		return err
+	}
+	pr.out, err = pr.x.Output("out")
+	return err
+}
+
+// initWeights draws every variable's initial value from the model seed.
+func (t *Trainer) initWeights() error {
+	g := graph.New()
+	ctx := nn.NewContext(g, true, t.cfg.Seed)
+	err := graph.Catch(func() {
+		x := g.Input("x", t.cfg.Model.InputType(), append(tensor.Shape{1}, t.cfg.Model.InputShape...))
+		t.cfg.Model.Forward(ctx, x)
+	})
+	if err != nil {
+		return err
+	}
+	for name, init := range ctx.Init {
+		v, ok := t.engine.Variable(name)
+		if !ok {
+			continue
+		}
+		nn.InitTensor(init, t.cfg.Seed, name, v.Tensor())
+	}
+	return nil // optimizer state starts at zero, as the engine made it
+}
+
+// Engine returns the engine holding the model's variables.
+func (t *Trainer) Engine() *runtime.Engine { return t.engine }
+
+// Close releases everything the trainer reserved.
+func (t *Trainer) Close() {
+	if t.engine == nil {
+		return
+	}
+	for _, pr := range t.progs {
+		if pr.x != nil {
+			pr.x.Close()
+		}
+	}
+	if t.arena != nil {
+		t.arena.Release()
+	}
+	for _, d := range t.data {
+		t.engine.Ledger().Release(mem.Input, "data:"+d.Name, mem.Align(d.Bytes()))
+	}
+	t.engine.Close()
+	t.engine = nil
+}
