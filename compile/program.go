@@ -132,7 +132,7 @@ func Compile(g *graph.Graph, opt Options) (p *Program, err error) {
 func (p *Plan) OOM(name string, budget int64) *mem.OOMError {
 	e := &mem.OOMError{
 		Ledger:      "plan " + name,
-		Category:    mem.Activation,
+		Category:    mem.NumCategories, // the whole step, not one category
 		Owner:       "step " + name,
 		Request:     p.Peak,
 		Budget:      budget,

@@ -11,13 +11,13 @@ import (
 // says what was asked for, what was already held and by whom, and what might
 // fit. Use errors.As(err, &oom) with oom of type *OOMError.
 type OOMError struct {
-	Ledger      string // the ledger or device that refused
-	Category    Category
-	Owner       string // who asked
-	Request     int64  // bytes asked for
-	Budget      int64  // the limit (<= 0: none; the device's capacity refused)
-	Live        int64  // bytes held when it was refused
-	LargestFree int64  // largest free block of the allocator; -1 if unknown
+	Ledger      string   // the ledger or device that refused
+	Category    Category // NumCategories when the request spans categories (a plan)
+	Owner       string   // who asked
+	Request     int64    // bytes asked for
+	Budget      int64    // the limit (<= 0: none; the device's capacity refused)
+	Live        int64    // bytes held when it was refused
+	LargestFree int64    // largest free block of the allocator; -1 if unknown
 	Totals      [NumCategories]int64
 	Top         []Entry  // largest live owners
 	Remedies    []string // what would fit, filled in by the planner when it knows
@@ -25,7 +25,11 @@ type OOMError struct {
 
 func (e *OOMError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "out of memory on %s: %s (%s) needs %s", e.Ledger, e.Owner, e.Category, FormatBytes(e.Request))
+	if e.Category < NumCategories {
+		fmt.Fprintf(&b, "out of memory on %s: %s (%s) needs %s", e.Ledger, e.Owner, e.Category, FormatBytes(e.Request))
+	} else { // a request that spans categories: a whole plan
+		fmt.Fprintf(&b, "out of memory on %s: %s needs %s", e.Ledger, e.Owner, FormatBytes(e.Request))
+	}
 	if e.Budget > 0 {
 		fmt.Fprintf(&b, "; budget %s, %s already held, %s free", FormatBytes(e.Budget), FormatBytes(e.Live), FormatBytes(max(0, e.Budget-e.Live)))
 	} else {

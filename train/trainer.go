@@ -47,8 +47,10 @@ type Trainer struct {
 	arena  *runtime.Arena
 	progs  map[string]*program
 	data   []*Examples // charged to the ledger
-	// Planned is the bytes the trainer reserves, known before step 1.
-	Planned int64
+	// Planned is the bytes the trainer reserves, known before step 1, and
+	// PlannedTotals their split by category (the data sets count as input).
+	Planned       int64
+	PlannedTotals [mem.NumCategories]int64
 	// Plan is the training step's plan (full batch).
 	Plan *compile.Plan
 
@@ -83,9 +85,14 @@ func (c *Config) defaults() {
 	if c.KeepCheckpoints == 0 {
 		c.KeepCheckpoints = 3
 	}
-	if c.EvalBatch == 0 {
-		c.EvalBatch = c.Batch
+}
+
+// evalBatch is the evaluation batch size: EvalBatch, or Batch.
+func (c *Config) evalBatch() int {
+	if c.EvalBatch > 0 {
+		return c.EvalBatch
 	}
+	return c.Batch
 }
 
 // build returns the graph of the training (train) or evaluation step at
@@ -148,7 +155,7 @@ func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
 		}
 	}
 	if evalN > 0 {
-		be := min(c.EvalBatch, evalN)
+		be := min(c.evalBatch(), evalN)
 		if err := add("eval", be, false); err != nil {
 			return nil, err
 		}
@@ -161,19 +168,25 @@ func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
 	return progs, nil
 }
 
-// planned returns what the programs reserve together: every variable once,
-// the largest arena, and each program's own persistent buffers.
-func planned(progs map[string]*program) (total int64, share [mem.NumCategories]int64) {
-	vars := map[string]int64{}
+// planned returns what the programs reserve together, by category: every
+// variable once, the largest arena (split as its plan splits it), and each
+// program's own persistent buffers; and the arena's split.
+func planned(progs map[string]*program) (totals, share [mem.NumCategories]int64) {
+	type v struct {
+		cat   mem.Category
+		bytes int64
+	}
+	vars := map[string]v{}
 	var arena int64
-	for _, pr := range progs {
+	for _, key := range sortedKeys(progs) {
+		pr := progs[key]
 		for _, b := range pr.p.Plan.Buffers {
 			switch b.Kind {
 			case compile.KindVariable:
-				vars[b.Name] = b.Bytes
+				vars[b.Name] = v{b.Category, b.Bytes}
 			case compile.KindArena:
 			default:
-				total += b.Bytes
+				totals[b.Category] += b.Bytes
 			}
 		}
 		if pr.p.Plan.ArenaBytes > arena {
@@ -181,23 +194,34 @@ func planned(progs map[string]*program) (total int64, share [mem.NumCategories]i
 			share = pr.p.Plan.ArenaShare
 		}
 	}
-	for _, b := range vars {
-		total += b
+	for _, x := range vars {
+		totals[x.cat] += x.bytes
 	}
-	return total + arena, share
+	for c, b := range share {
+		totals[c] += b
+	}
+	return totals, share
+}
+
+func sum(c [mem.NumCategories]int64) int64 {
+	var t int64
+	for _, b := range c {
+		t += b
+	}
+	return t
 }
 
 // PlanFor compiles the programs Fit would use for trainN training and evalN
 // evaluation examples, and returns the training step's plan and the bytes
-// the run would reserve (data sets excluded).
-func PlanFor(cfg Config, trainN, evalN int) (*compile.Plan, int64, error) {
+// the run would reserve by category (data sets excluded).
+func PlanFor(cfg Config, trainN, evalN int) (*compile.Plan, [mem.NumCategories]int64, error) {
 	cfg.defaults()
 	progs, err := cfg.compileAll(trainN, evalN)
 	if err != nil {
-		return nil, 0, err
+		return nil, [mem.NumCategories]int64{}, err
 	}
-	total, _ := planned(progs)
-	return progs["train"].p.Plan, total, nil
+	totals, _ := planned(progs)
+	return progs["train"].p.Plan, totals, nil
 }
 
 // MaxBatch returns the largest batch size <= limit whose run fits in budget
@@ -206,11 +230,11 @@ func MaxBatch(cfg Config, trainN, evalN int, dataBytes, budget int64, limit int)
 	fits := func(b int) (bool, error) {
 		c := cfg
 		c.Batch = b
-		_, total, err := PlanFor(c, trainN, evalN)
+		_, totals, err := PlanFor(c, trainN, evalN)
 		if err != nil {
 			return false, err
 		}
-		return total+dataBytes <= budget, nil
+		return sum(totals)+dataBytes <= budget, nil
 	}
 	lo, hi := 0, limit // fits(lo) holds (0 by convention); find the largest
 	for lo < hi {
@@ -252,12 +276,13 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	total, share := planned(progs)
+	totals, share := planned(progs)
 	dataBytes := mem.Align(trainData.Bytes())
 	if evalData != nil {
 		dataBytes += mem.Align(evalData.Bytes())
 	}
-	t := &Trainer{cfg: cfg, progs: progs, Planned: total + dataBytes, Plan: progs["train"].p.Plan}
+	totals[mem.Input] += dataBytes
+	t := &Trainer{cfg: cfg, progs: progs, Planned: sum(totals), PlannedTotals: totals, Plan: progs["train"].p.Plan}
 	if cfg.Budget > 0 && t.Planned > cfg.Budget {
 		return nil, t.budgetError(trainData.N, evalN, dataBytes)
 	}
@@ -294,7 +319,8 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 
 func (t *Trainer) budgetError(trainN, evalN int, dataBytes int64) error {
 	oom := t.Plan.OOM("train", t.cfg.Budget)
-	oom.Request = t.Planned
+	oom.Ledger, oom.Owner, oom.Request = "budget", fmt.Sprintf("training (batch %d)", t.cfg.Batch), t.Planned
+	oom.Totals = t.PlannedTotals
 	oom.Remedies = nil
 	fit, err := MaxBatch(t.cfg, trainN, evalN, dataBytes, t.cfg.Budget, t.cfg.Batch)
 	switch {

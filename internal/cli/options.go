@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/headroom-ml/headroom/datasets"
+	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/tensor"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// options are the flags train and plan share.
+type options struct {
+	model, dataset, dataDir, optimizer string
+	epochs, batch, threads             int
+	lr                                 float64
+	seed                               uint64
+	budget                             string
+	budgetBytes                        int64
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN)")
+	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic")
+	fs.StringVar(&o.dataDir, "data-dir", "", "directory of the Fashion-MNIST files (default "+datasets.FashionMNISTDir+")")
+	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 1 otherwise)")
+	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits, 128 otherwise)")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "threads for kernels")
+	fs.Float64Var(&o.lr, "lr", 1e-3, "learning rate")
+	fs.StringVar(&o.optimizer, "optimizer", "adam", "optimizer: adam, adamw, sgd, momentum, nesterov")
+	fs.Uint64Var(&o.seed, "seed", 42, "random seed (weights, shuffling, dropout)")
+	fs.StringVar(&o.budget, "budget", "", "memory budget, e.g. 512MiB: the run fails before step 1 if it cannot fit")
+}
+
+func (o *options) finish() error {
+	if o.epochs == 0 {
+		o.epochs = 1
+		if o.dataset == "digits" {
+			o.epochs = 20
+		}
+	}
+	if o.batch == 0 {
+		o.batch = 128
+		if o.dataset == "digits" {
+			o.batch = 32
+		}
+	}
+	if o.batch < 0 || o.epochs < 0 || o.threads <= 0 {
+		return fmt.Errorf("--batch, --epochs and --threads must be positive")
+	}
+	if o.budget != "" {
+		b, err := mem.ParseBytes(o.budget)
+		if err != nil || b <= 0 {
+			return fmt.Errorf("--budget %q: want a size such as 512MiB", o.budget)
+		}
+		o.budgetBytes = b
+	}
+	runtime.GOMAXPROCS(o.threads)
+	return nil
+}
+
+// load returns the training and test sets.
+func (o *options) load() (trainSet, testSet *train.Examples, err error) {
+	switch o.dataset {
+	case "digits":
+		return datasets.Digits()
+	case "fashion-mnist", "fashion":
+		return datasets.FashionMNIST(o.dataDir)
+	case "synthetic":
+		// the peers' sizes: 60,000 examples for the mlp, 20,000 for the cnn
+		n, shape := 60000, tensor.Shape{784}
+		if o.model == "cnn" {
+			n, shape = 20000, tensor.Shape{28, 28, 1}
+		}
+		tr, te := datasets.Synthetic(shape, n, n/10, 10, 0)
+		return tr, te, nil
+	}
+	return nil, nil, fmt.Errorf("unknown data set %q (known: digits, fashion-mnist, synthetic)", o.dataset)
+}
+
+// config builds the model and the training configuration for the data.
+func (o *options) config(trainSet, testSet *train.Examples) (train.Config, error) {
+	m, err := nn.ModelByName(o.model, trainSet.Shape, trainSet.Classes)
+	if err != nil {
+		return train.Config{}, err
+	}
+	opt, err := optim.ByName(o.optimizer)
+	if err != nil {
+		return train.Config{}, err
+	}
+	return train.Config{Model: m, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
+		Seed: o.seed, Budget: o.budgetBytes, Validation: testSet}, nil
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("headroom "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// planReport is what 'headroom plan --json' prints (bytes, integers).
+type planReport struct {
+	Model             string       `json:"model"`
+	Dataset           string       `json:"dataset"`
+	Batch             int          `json:"batch"`
+	ParamCount        int          `json:"param_count"`
+	ParamsBytes       int64        `json:"params_bytes"`
+	GradsBytes        int64        `json:"grads_bytes"`
+	OptStateBytes     int64        `json:"optstate_bytes"`
+	ActivationsBytes  int64        `json:"activations_bytes"`
+	WorkspaceBytes    int64        `json:"workspace_bytes"`
+	InputBytes        int64        `json:"input_bytes"`
+	ArenaBytes        int64        `json:"arena_bytes"`
+	LowerBoundBytes   int64        `json:"arena_lower_bound_bytes"`
+	PeakBytes         int64        `json:"peak_bytes"`
+	BudgetBytes       int64        `json:"budget_bytes,omitempty"`
+	MaxBatchForBudget *int         `json:"max_batch_for_budget,omitempty"`
+	Layers            []layerBytes `json:"layers"`
+}
+
+type layerBytes struct {
+	Layer      string `json:"layer"`
+	Params     int64  `json:"params_bytes"`
+	OptState   int64  `json:"optstate_bytes"`
+	Activation int64  `json:"activation_bytes"` // arena buffers it owns, time-shared
+	Other      int64  `json:"other_bytes"`
+}
+
+func runPlan(args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := newFlagSet("plan", stderr)
+	o.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := o.finish(); err != nil {
+		return err
+	}
+	trainSet, testSet, err := o.load()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.config(trainSet, testSet)
+	if err != nil {
+		return err
+	}
+	plan, totals, err := train.PlanFor(cfg, trainSet.N, testSet.N)
+	if err != nil {
+		return err
+	}
+	dataBytes := mem.Align(trainSet.Bytes()) + mem.Align(testSet.Bytes())
+	totals[mem.Input] += dataBytes
+	_, params, err := cfg.Model.Summary()
+	if err != nil {
+		return err
+	}
+	r := planReport{Model: o.model, Dataset: o.dataset, Batch: o.batch, ParamCount: params,
+		ParamsBytes: totals[mem.Param], GradsBytes: totals[mem.Grad], OptStateBytes: totals[mem.OptState],
+		ActivationsBytes: totals[mem.Activation], WorkspaceBytes: totals[mem.Workspace], InputBytes: totals[mem.Input],
+		ArenaBytes: plan.ArenaBytes, LowerBoundBytes: plan.LowerBound, Layers: perLayer(plan)}
+	for _, b := range totals {
+		r.PeakBytes += b
+	}
+	if o.budgetBytes > 0 {
+		r.BudgetBytes = o.budgetBytes
+		fit, err := train.MaxBatch(cfg, trainSet.N, testSet.N, dataBytes, o.budgetBytes, trainSet.N)
+		if err != nil {
+			return err
+		}
+		r.MaxBatchForBudget = &fit
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	printReport(stdout, &r)
+	return nil
+}
+
+// perLayer sums the plan's buffers by the layer that owns them: variables
+// by their name's first part, arena buffers (activations, gradients,
+// temporaries) by the first part of their owner.
+func perLayer(p *compile.Plan) []layerBytes {
+	by := map[string]*layerBytes{}
+	get := func(name string) *layerBytes {
+		name = strings.TrimPrefix(name, "grad/")
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name = name[:i]
+		}
+		if by[name] == nil {
+			by[name] = &layerBytes{Layer: name}
+		}
+		return by[name]
+	}
+	for _, b := range p.Buffers {
+		switch {
+		case b.Kind == compile.KindVariable && b.Category == mem.Param:
+			get(b.Name).Params += b.Bytes
+		case b.Kind == compile.KindVariable && b.Category == mem.OptState:
+			get(b.Name).OptState += b.Bytes
+		case b.Kind == compile.KindArena && b.Category == mem.Activation:
+			get(b.Owner).Activation += b.Bytes
+		default:
+			get(b.Owner).Other += b.Bytes
+		}
+	}
+	out := make([]layerBytes, 0, len(by))
+	for _, l := range by {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Layer < out[j].Layer })
+	return out
+}
+
+func printReport(w io.Writer, r *planReport) {
+	fb := mem.FormatBytes
+	fmt.Fprintf(w, "plan for model %s on %s, batch %d: %d parameters\n", r.Model, r.Dataset, r.Batch, r.ParamCount)
+	fmt.Fprintf(w, "  params      %12d B  %s\n", r.ParamsBytes, fb(r.ParamsBytes))
+	fmt.Fprintf(w, "  grads       %12d B  %s\n", r.GradsBytes, fb(r.GradsBytes))
+	fmt.Fprintf(w, "  optstate    %12d B  %s\n", r.OptStateBytes, fb(r.OptStateBytes))
+	fmt.Fprintf(w, "  activations %12d B  %s\n", r.ActivationsBytes, fb(r.ActivationsBytes))
+	fmt.Fprintf(w, "  workspace   %12d B  %s\n", r.WorkspaceBytes, fb(r.WorkspaceBytes))
+	fmt.Fprintf(w, "  input       %12d B  %s (batches and the data set)\n", r.InputBytes, fb(r.InputBytes))
+	fmt.Fprintf(w, "  peak        %12d B  %s (arena %s, lower bound %s)\n", r.PeakBytes, fb(r.PeakBytes), fb(r.ArenaBytes), fb(r.LowerBoundBytes))
+	fmt.Fprintf(w, "per layer (activation and other: arena buffers the layer owns, which share memory over time):\n")
+	fmt.Fprintf(w, "  %-24s %12s %12s %12s %12s\n", "layer", "params", "optstate", "activation", "other")
+	for _, l := range r.Layers {
+		fmt.Fprintf(w, "  %-24s %12d %12d %12d %12d\n", l.Layer, l.Params, l.OptState, l.Activation, l.Other)
+	}
+	if r.MaxBatchForBudget != nil {
+		if *r.MaxBatchForBudget > 0 {
+			fmt.Fprintf(w, "budget %s: the largest batch that fits is %d\n", fb(r.BudgetBytes), *r.MaxBatchForBudget)
+		} else {
+			fmt.Fprintf(w, "budget %s: no batch size fits\n", fb(r.BudgetBytes))
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"syscall"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/train"
+)
+
+func runTrain(args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := newFlagSet("train", stderr)
+	o.register(fs)
+	ckpt := fs.String("checkpoint-dir", "", "write a checkpoint at each epoch end to this directory")
+	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
+	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
+	quiet := fs.Bool("quiet", false, "print only the RESULT line")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := o.finish(); err != nil {
+		return err
+	}
+	if *resume && *ckpt == "" {
+		return fmt.Errorf("--resume needs --checkpoint-dir")
+	}
+	trainSet, testSet, err := o.load()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.config(trainSet, testSet)
+	if err != nil {
+		return err
+	}
+	cfg.CheckpointDir, cfg.Resume = *ckpt, *resume
+	if *csvPath != "" {
+		cfg.Callbacks = append(cfg.Callbacks, &train.CSVLogger{Path: *csvPath})
+	}
+	out := stdout
+	if *quiet {
+		out = io.Discard
+	}
+	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs}
+	cfg.Callbacks = append(cfg.Callbacks, p)
+
+	t, err := train.New(cfg, trainSet)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	printPlan(out, &o, t, trainSet, testSet)
+	h, err := t.Fit(trainSet)
+	p.finish()
+	if err != nil {
+		return err
+	}
+	acc := math.NaN()
+	if n := len(h.Epochs); n > 0 {
+		acc = h.Epochs[n-1].ValAccuracy
+	}
+	if len(h.Growth) > 0 {
+		fmt.Fprintf(out, "warning: the ledger grew by %d B after the first epoch; largest growth: %s (%s) +%d B\n",
+			h.LedgerGrowth, h.Growth[0].Owner, h.Growth[0].Category, h.Growth[0].Bytes)
+	}
+	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f\n",
+		o.model, o.dataset, o.threads, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
+		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB())
+	return nil
+}
+
+// printPlan prints the memory plan summary before the first step.
+func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *train.Examples) {
+	p := t.Plan
+	n := 0
+	if testSet != nil {
+		n = testSet.N
+	}
+	fmt.Fprintf(w, "headroom: model %s on %s (%d train, %d test examples), batch %d, %d epochs\n",
+		o.model, o.dataset, trainSet.N, n, o.batch, o.epochs)
+	fmt.Fprintf(w, "memory plan (known before step 1): %s in total\n", mem.FormatBytes(t.Planned))
+	fmt.Fprintf(w, "  training step: params %s, grads %s, optimizer state %s, activations %s, workspace %s, inputs %s; arena %s (lower bound %s)\n",
+		mem.FormatBytes(p.Totals[mem.Param]), mem.FormatBytes(p.Totals[mem.Grad]), mem.FormatBytes(p.Totals[mem.OptState]),
+		mem.FormatBytes(p.Totals[mem.Activation]), mem.FormatBytes(p.Totals[mem.Workspace]), mem.FormatBytes(p.Totals[mem.Input]),
+		mem.FormatBytes(p.ArenaBytes), mem.FormatBytes(p.LowerBound))
+	if o.budgetBytes > 0 {
+		fmt.Fprintf(w, "  budget %s: %s to spare\n", mem.FormatBytes(o.budgetBytes), mem.FormatBytes(o.budgetBytes-t.Planned))
+	}
+}
+
+func peakRSSMiB() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return math.NaN()
+	}
+	return float64(ru.Maxrss) / 1024 // Linux reports KiB
+}
+
+// progress shows a bar per epoch on a terminal and a line per epoch
+// otherwise.
+type progress struct {
+	w      io.Writer
+	tty    bool
+	epochs int
+	bar    *progressbar.ProgressBar
+}
+
+func (p *progress) OnBatchEnd(epoch, batch, batches int, loss float64) {
+	if !p.tty {
+		return
+	}
+	if p.bar == nil {
+		p.bar = progressbar.NewOptions(batches, progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch, p.epochs)),
+			progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100e6))
+	}
+	p.bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f", epoch, p.epochs, loss))
+	p.bar.Set(batch)
+}
+
+func (p *progress) OnEpochEnd(t *train.Trainer, l *train.EpochLog) error {
+	p.finish()
+	line := fmt.Sprintf("epoch %d/%d: loss %.4f", l.Epoch, p.epochs, l.Loss)
+	if !math.IsNaN(l.Accuracy) {
+		line += fmt.Sprintf(" accuracy %.4f", l.Accuracy)
+	}
+	if !math.IsNaN(l.ValLoss) {
+		line += fmt.Sprintf(" test_loss %.4f test_accuracy %.4f", l.ValLoss, l.ValAccuracy)
+	}
+	fmt.Fprintf(p.w, "%s (%.1fs)\n", line, l.Seconds)
+	return nil
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+		fmt.Fprintln(p.w)
+		p.bar = nil
+	}
+}
