@@ -22,6 +22,7 @@ type assigner struct {
 	backRead []bool      // node id -> a backward-phase node reads it
 	output   map[int]bool
 	assignOf map[int]*graph.Node // value node id -> the Assign that stores it
+	fused    *fusion
 	emit     []emitted           // instructions, in order
 }
 
@@ -52,14 +53,18 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 	for _, asg := range g.Assigns() {
 		a.assignOf[asg.Inputs()[1].ID()] = asg
 	}
+	a.fused = &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}}
+	if !opt.DisableFusion {
+		a.fused = fuse(g, live, konst, a.output, a.assignOf)
+	}
 	for _, c := range g.Nodes() {
-		if !live[c.ID()] {
+		if !live[c.ID()] || a.fused.absorbed[c.ID()] {
 			continue
 		}
 		if _, ok := konst[c.ID()]; ok {
 			continue
 		}
-		for i, in := range c.Inputs() {
+		for i, in := range a.inputsOf(c) {
 			if c.Phase() == graph.Backward {
 				a.backRead[in.ID()] = true
 			}
@@ -88,7 +93,7 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 	}
 
 	for _, n := range g.Nodes() {
-		if !live[n.ID()] {
+		if !live[n.ID()] || a.fused.absorbed[n.ID()] {
 			continue
 		}
 		if k, ok := konst[n.ID()]; ok {
@@ -172,8 +177,13 @@ func (a *assigner) newBuf(n *graph.Node, kind BufferKind, cat mem.Category) *Buf
 // workspace returns a buffer for the scratch memory n's instruction needs,
 // or -1. It lives in the arena for that one instruction.
 func (a *assigner) workspace(n *graph.Node) int {
-	it := lowerNode(n, 0, nil)
-	size := workspaceBytes(&it)
+	var size int64
+	if grp := a.fused.groups[n.ID()]; grp != nil {
+		size = int64(grp.program().ScratchElems() * n.DType().Size())
+	} else {
+		it := lowerNode(n, 0, nil)
+		size = workspaceBytes(&it)
+	}
 	if size == 0 {
 		return -1
 	}
@@ -182,6 +192,15 @@ func (a *assigner) workspace(n *graph.Node) int {
 	a.bufs = append(a.bufs, b)
 	a.dead = append(a.dead, false)
 	return b.ID
+}
+
+// inputsOf returns what n's instruction reads: a fused root reads its
+// group's leaves.
+func (a *assigner) inputsOf(n *graph.Node) []*graph.Node {
+	if grp := a.fused.groups[n.ID()]; grp != nil {
+		return grp.leaves
+	}
+	return n.Inputs()
 }
 
 func (a *assigner) join(b int, n *graph.Node) {
@@ -215,7 +234,7 @@ func (a *assigner) inPlace(n *graph.Node) (int, bool) {
 	if a.opt.DisableInPlace || n.Op().Class() != graph.ClassElementwise || a.output[n.ID()] {
 		return 0, false
 	}
-	for _, in := range n.Inputs() {
+	for _, in := range a.inputsOf(n) {
 		if in.DType() != n.DType() || in.Shape().Size() != n.Shape().Size() {
 			continue
 		}
@@ -308,11 +327,18 @@ func (a *assigner) lower() []exec.Instr {
 				DType: n.DType(), InDType: n.DType(), Out: vb, In: []int{vb, a.nodeBuf[x.ID()]}, Shape: n.Shape()})
 			continue
 		}
-		ins := make([]int, len(n.Inputs()))
-		for i, in := range n.Inputs() {
-			ins[i] = a.nodeBuf[in.ID()]
+		in := a.inputsOf(n)
+		ins := make([]int, len(in))
+		for i, x := range in {
+			ins[i] = a.nodeBuf[x.ID()]
 		}
-		it := lowerNode(n, a.nodeBuf[n.ID()], ins)
+		var it exec.Instr
+		if grp := a.fused.groups[n.ID()]; grp != nil {
+			it = exec.Instr{Op: graph.OpFused, Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
+				InDType: n.DType(), Out: a.nodeBuf[n.ID()], In: ins, Shape: n.Shape(), Fused: grp.program()}
+		} else {
+			it = lowerNode(n, a.nodeBuf[n.ID()], ins)
+		}
 		it.Work = e.work
 		out = append(out, it)
 	}

@@ -91,17 +91,26 @@ var planGraphs = []struct {
 	}},
 	{"inplace_chain", func() (*graph.Graph, compile.Options) {
 		// a chain of elementwise ops over one [256, 256] value: each op
-		// overwrites its input, so the chain needs one buffer, not six.
-		g := graph.New()
-		x := g.Input("x", tensor.Float32, tensor.Shape{256, 256})
-		h := graph.Exp(x)
-		h = graph.MulScalar(h, 0.5)
-		h = graph.Tanh(h)
-		h = graph.AddScalar(h, 1)
-		h = graph.Sqrt(h)
-		h = graph.Neg(h)
-		return g, compile.Options{Outputs: []compile.Output{{Name: "sum", Node: graph.ReduceSum(h)}}}
+		// overwrites its input, so the chain needs one buffer, not six
+		// (fusion is off here: it would remove the chain's buffers altogether).
+		g, opt := elementwiseChain()
+		opt.DisableFusion = true
+		return g, opt
 	}},
+	{"fused_chain", elementwiseChain},
+}
+
+// elementwiseChain is six elementwise ops over one [256, 256] value, summed.
+func elementwiseChain() (*graph.Graph, compile.Options) {
+	g := graph.New()
+	x := g.Input("x", tensor.Float32, tensor.Shape{256, 256})
+	h := graph.Exp(x)
+	h = graph.MulScalar(h, 0.5)
+	h = graph.Tanh(h)
+	h = graph.AddScalar(h, 1)
+	h = graph.Sqrt(h)
+	h = graph.Neg(h)
+	return g, compile.Options{Outputs: []compile.Output{{Name: "sum", Node: graph.ReduceSum(h)}}}
 }
 
 func TestPlanGolden(t *testing.T) {
@@ -143,7 +152,7 @@ func TestInPlaceChainUsesOneBuffer(t *testing.T) {
 	}
 	noReuse, err := compile.Build(func() (*graph.Graph, compile.Options) {
 		g, opt := planGraphs[3].build()
-		opt.DisableInPlace = true
+		opt.DisableInPlace, opt.DisableFusion = true, true
 		return g, opt
 	})
 	if err != nil {
@@ -151,6 +160,25 @@ func TestInPlaceChainUsesOneBuffer(t *testing.T) {
 	}
 	if noReuse.Plan.ArenaBytes != 2*one {
 		t.Errorf("without in-place reuse the arena is %d B, want %d B (two buffers ping-pong)", noReuse.Plan.ArenaBytes, 2*one)
+	}
+}
+
+// TestFusionRemovesIntermediates: the six-op chain runs as one instruction
+// whose only arena memory is its output and a few chunk-sized registers.
+func TestFusionRemovesIntermediates(t *testing.T) {
+	p, err := compile.Build(planGraphs[4].build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Instrs[0].Op != graph.OpFused || len(p.Instrs) != 2 {
+		t.Fatalf("program %v, want one fused instruction and the reduction", instrs(p))
+	}
+	if got, want := len(p.Instrs[0].Fused.Steps), 6; got != want {
+		t.Errorf("fused %d steps, want %d", got, want)
+	}
+	out := int64(256 * 256 * 4)
+	if p.Plan.ArenaBytes > out+16<<10 {
+		t.Errorf("arena %d B, want the output (%d B) plus at most 16 KiB of registers", p.Plan.ArenaBytes, out)
 	}
 }
 

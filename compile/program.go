@@ -31,6 +31,7 @@ type Options struct {
 	Grads          []*graph.Node
 	DisableInPlace bool // for tests and comparisons
 	DisableFolding bool
+	DisableFusion  bool
 }
 
 // Slot names a persistent buffer the runtime binds or exposes.

@@ -89,6 +89,9 @@ const (
 	OpConv2DBackpropFilter // internal
 	OpMaxPool2DGrad        // internal
 	OpAvgPool2DGrad        // internal
+	// OpFused is made by compile's fusion pass, never by a builder: a chain
+	// of elementwise ops run as one pass over memory.
+	OpFused
 
 	NumOps
 )
@@ -167,6 +170,7 @@ var opInfo = [NumOps]struct {
 	OpConv2DBackpropFilter:    {"conv2d_backprop_filter", ClassOther},
 	OpMaxPool2DGrad:           {"max_pool2d_grad", ClassOther},
 	OpAvgPool2DGrad:           {"avg_pool2d_grad", ClassOther},
+	OpFused:                   {"fused", ClassElementwise},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

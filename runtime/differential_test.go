@@ -74,7 +74,7 @@ func runOnce(t *testing.T, build func() (*graph.Graph, compile.Options), plain b
 	t.Helper()
 	p, err := compile.Build(func() (*graph.Graph, compile.Options) {
 		g, opt := build()
-		opt.DisableInPlace, opt.DisableFolding = plain, plain
+		opt.DisableInPlace, opt.DisableFolding, opt.DisableFusion = plain, plain, plain
 		return g, opt
 	})
 	if err != nil {

@@ -53,12 +53,13 @@ type Instr struct {
 	Work               int // workspace buffer, or -1
 	Rate               float64
 	Seed               uint64
+	Fused              *Fused // OpFused: the chain; In lists its leaves
 }
 
 // NeedsWork reports whether the instruction uses a workspace buffer.
 func (in *Instr) NeedsWork() bool {
 	switch in.Op {
-	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
+	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter, graph.OpFused:
 		return true
 	}
 	return false
@@ -87,6 +88,9 @@ type Bound struct {
 	in    [3][]byte
 	work  []byte
 	parts any // concat: [][]T for the element size
+
+	leafViews [][]byte // fused: every leaf's bytes
+	leafSlot  []int    // fused: workspace slot of each non-full leaf
 }
 
 // Bind binds in to bufs, the bytes of every buffer of the program.
@@ -98,6 +102,18 @@ func Bind(in *Instr, bufs [][]byte) Bound {
 	if len(in.In) <= len(b.in) {
 		for i, id := range in.In {
 			b.in[i] = bufs[id]
+		}
+	}
+	if in.Op == graph.OpFused {
+		b.leafViews = make([][]byte, len(in.In))
+		b.leafSlot = make([]int, len(in.In))
+		slot := 0
+		for i, id := range in.In {
+			b.leafViews[i] = bufs[id]
+			if in.Fused.Leaves[i].Kind != LeafFull {
+				b.leafSlot[i] = slot
+				slot++
+			}
 		}
 	}
 	if in.Op == graph.OpConcat {
@@ -153,8 +169,16 @@ func (b *Bound) Run() error {
 	}
 	switch b.DType {
 	case tensor.Float32:
+		if b.Op == graph.OpFused {
+			runFused[float32](b)
+			return nil
+		}
 		return compute[float32](b)
 	case tensor.Float64:
+		if b.Op == graph.OpFused {
+			runFused[float64](b)
+			return nil
+		}
 		return compute[float64](b)
 	}
 	return b.fail("no kernel for %s on %s", b.Op, b.DType)

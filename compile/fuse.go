@@ -1,0 +1,187 @@
+package compile
+
+import (
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/internal/exec"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// fusion is the result of the fusion pass: chains (trees) of elementwise
+// ops over one shape, whose intermediate values have a single reader, run
+// as one instruction that streams through memory in chunks (see
+// exec.Fused). Intermediates get no buffer at all. This is XLA's loop
+// fusion restricted to elementwise producers with one consumer, as
+// TVM's and TorchInductor's pointwise fusion.
+type fusion struct {
+	groups   map[int]*group // root node id -> its group
+	absorbed map[int]bool   // ids of the intermediates
+}
+
+type group struct {
+	members []*graph.Node // id order; the root is last
+	leaves  []*graph.Node // inputs from outside the group, in first-use order
+	kinds   []exec.FusedLeaf
+}
+
+// fusable reports whether n is an elementwise op the fused instruction
+// runs, whose every input maps onto n's elements (same size, a scalar, or a
+// bias over n's last axes).
+func fusable(n *graph.Node) bool {
+	switch n.Op() {
+	case graph.OpNeg, graph.OpExp, graph.OpLog, graph.OpSqrt, graph.OpRelu, graph.OpSigmoid, graph.OpTanh,
+		graph.OpErf, graph.OpAbs, graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum,
+		graph.OpMinimum, graph.OpReluGrad, graph.OpSigmoidGrad, graph.OpTanhGrad:
+	default:
+		return false
+	}
+	if n.DType() != tensor.Float32 && n.DType() != tensor.Float64 {
+		return false
+	}
+	for _, in := range n.Inputs() {
+		if _, ok := leafKind(in.Shape(), n.Shape()); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// leafKind says how an input of shape in is read by an output of shape out.
+func leafKind(in, out tensor.Shape) (exec.FusedLeaf, bool) {
+	switch {
+	case in.Size() == out.Size():
+		return exec.FusedLeaf{Kind: exec.LeafFull}, true
+	case in.Size() == 1:
+		return exec.FusedLeaf{Kind: exec.LeafScalar}, true
+	}
+	// periodic: in is out's trailing axes, with only 1s before them
+	k := len(out) - len(in) // out axis of in's axis 0
+	first := -1
+	for i, d := range in {
+		switch {
+		case d == out[k+i] && d != 1 && first < 0:
+			first = i
+		case d == 1 && first < 0:
+		case d == out[k+i] && first >= 0:
+		default:
+			return exec.FusedLeaf{}, false
+		}
+	}
+	if first < 0 {
+		return exec.FusedLeaf{}, false
+	}
+	return exec.FusedLeaf{Kind: exec.LeafPeriodic, Period: tensor.Shape(out[k+first:]).Size()}, true
+}
+
+// fuse finds the groups. A node joins its reader's group when both are
+// fusable, it has that one reader, the same shape and dtype, and it is
+// neither an output nor the value of an Assign (those need buffers).
+func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bool, assignOf map[int]*graph.Node) *fusion {
+	f := &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}}
+	readers := make([]int, g.Len())
+	for _, c := range g.Nodes() {
+		if !live[c.ID()] {
+			continue
+		}
+		if _, ok := konst[c.ID()]; ok {
+			continue
+		}
+		seen := map[int]bool{}
+		for _, in := range c.Inputs() {
+			if !seen[in.ID()] {
+				readers[in.ID()]++
+				seen[in.ID()] = true
+			}
+		}
+	}
+	canJoin := func(u, root *graph.Node) bool {
+		if !live[u.ID()] || f.absorbed[u.ID()] || readers[u.ID()] != 1 || output[u.ID()] || assignOf[u.ID()] != nil {
+			return false
+		}
+		if _, ok := konst[u.ID()]; ok {
+			return false
+		}
+		return fusable(u) && u.DType() == root.DType() && u.Shape().Equal(root.Shape())
+	}
+	nodes := g.Nodes()
+	for id := len(nodes) - 1; id >= 0; id-- {
+		root := nodes[id]
+		if !live[id] || f.absorbed[id] || !fusable(root) {
+			continue
+		}
+		if _, ok := konst[id]; ok {
+			continue
+		}
+		members := map[int]bool{id: true}
+		stack := []*graph.Node{root}
+		for len(stack) > 0 {
+			m := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, u := range m.Inputs() {
+				if !members[u.ID()] && canJoin(u, root) {
+					members[u.ID()] = true
+					stack = append(stack, u)
+				}
+			}
+		}
+		if len(members) < 2 {
+			continue
+		}
+		grp := &group{}
+		for mid := range members {
+			if mid != id {
+				f.absorbed[mid] = true
+			}
+		}
+		for mid := 0; mid <= id; mid++ {
+			if members[mid] {
+				grp.members = append(grp.members, nodes[mid])
+			}
+		}
+		seenLeaf := map[int]bool{}
+		for _, m := range grp.members {
+			for _, in := range m.Inputs() {
+				if members[in.ID()] || seenLeaf[in.ID()] {
+					continue
+				}
+				seenLeaf[in.ID()] = true
+				k, _ := leafKind(in.Shape(), root.Shape())
+				grp.leaves = append(grp.leaves, in)
+				grp.kinds = append(grp.kinds, k)
+			}
+		}
+		f.groups[id] = grp
+	}
+	return f
+}
+
+// program returns the fused chain of grp: one step per member, registers
+// for the intermediates, the root writing the output.
+func (grp *group) program() *exec.Fused {
+	reg := map[int]int{}
+	leaf := map[int]int{}
+	for i, l := range grp.leaves {
+		leaf[l.ID()] = i
+	}
+	root := grp.members[len(grp.members)-1]
+	f := &exec.Fused{Leaves: grp.kinds, Chunk: max(1, min(exec.FusedChunk, root.Shape().Size()))}
+	operand := func(n *graph.Node) int {
+		if r, ok := reg[n.ID()]; ok {
+			return r
+		}
+		return -leaf[n.ID()] - 1
+	}
+	for _, m := range grp.members {
+		s := exec.FusedStep{Op: m.Op(), Dst: -1, OwnerID: m.ID()}
+		s.A = operand(m.Inputs()[0])
+		if len(m.Inputs()) > 1 {
+			s.B = operand(m.Inputs()[1])
+		}
+		if m != root {
+			s.Dst = f.Regs
+			reg[m.ID()] = f.Regs
+			f.Regs++
+		}
+		f.Steps = append(f.Steps, s)
+	}
+	return f
+}

@@ -1,0 +1,136 @@
+package exec
+
+import (
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// FusedChunk is the number of elements a fused instruction computes at a
+// time: every intermediate of the chain lives in a register of this many
+// elements (in the instruction's workspace), so a chain of k ops reads its
+// inputs and writes its output once instead of k times.
+const FusedChunk = 512
+
+// LeafKind says how a fused chain's input maps onto the output's elements.
+type LeafKind uint8
+
+// The leaf kinds.
+const (
+	LeafFull     LeafKind = iota // element i of the output reads element i
+	LeafScalar                   // one value for every element
+	LeafPeriodic                 // element i reads element i mod Period (a bias over the last axes)
+)
+
+// FusedLeaf is one input of a fused chain.
+type FusedLeaf struct {
+	Kind   LeafKind
+	Period int
+}
+
+// FusedStep is one op of a fused chain: Dst = Op(A, B). Operands >= 0 are
+// registers, < 0 are leaves (-1 is leaf 0); Dst < 0 is the output.
+type FusedStep struct {
+	Op      graph.Op
+	Dst     int
+	A, B    int
+	OwnerID int // the graph node the step computes
+}
+
+// Fused is the program of a fused instruction.
+type Fused struct {
+	Steps  []FusedStep
+	Leaves []FusedLeaf
+	Regs   int
+	Chunk  int // elements per pass: min(FusedChunk, the output's size)
+}
+
+// ScratchElems returns the workspace elements the chain needs: its
+// registers and a chunk for each leaf that is not read in place.
+func (f *Fused) ScratchElems() int {
+	n := f.Regs
+	for _, l := range f.Leaves {
+		if l.Kind != LeafFull {
+			n++
+		}
+	}
+	return n * f.Chunk
+}
+
+func runFused[T kernels.Float](b *Bound) {
+	f := b.Fused
+	out := tensor.As[T](b.out)
+	work := tensor.As[T](b.work)
+	leaves := b.leafViews
+	// Registers and broadcast leaves live in the workspace, one chunk each.
+	chunk := f.Chunk
+	reg := func(r int) []T { return work[r*chunk : (r+1)*chunk] }
+	leafReg := func(k int) []T { return work[(f.Regs+b.leafSlot[k])*chunk : (f.Regs+b.leafSlot[k]+1)*chunk] }
+	for k, l := range f.Leaves {
+		if l.Kind == LeafScalar {
+			kernels.Fill(leafReg(k), tensor.As[T](leaves[k])[0])
+		}
+	}
+	total := len(out)
+	for i := 0; i < total; i += chunk {
+		n := min(chunk, total-i)
+		operand := func(x int) []T {
+			if x >= 0 {
+				return reg(x)[:n]
+			}
+			k := -x - 1
+			switch f.Leaves[k].Kind {
+			case LeafFull:
+				return tensor.As[T](leaves[k])[i : i+n]
+			case LeafScalar:
+				return leafReg(k)[:n]
+			}
+			// periodic: copy the segment(s) of the period this chunk covers
+			src, dst := tensor.As[T](leaves[k]), leafReg(k)[:n]
+			p := f.Leaves[k].Period
+			for j := 0; j < n; {
+				at := (i + j) % p
+				c := copy(dst[j:], src[at:])
+				j += c
+			}
+			return dst
+		}
+		for _, s := range f.Steps {
+			var dst []T
+			if s.Dst < 0 {
+				dst = out[i : i+n]
+			} else {
+				dst = reg(s.Dst)[:n]
+			}
+			a := operand(s.A)
+			switch s.Op {
+			case graph.OpNeg:
+				kernels.Neg(dst, a)
+			case graph.OpExp:
+				kernels.Exp(dst, a)
+			case graph.OpLog:
+				kernels.Log(dst, a)
+			case graph.OpSqrt:
+				kernels.Sqrt(dst, a)
+			case graph.OpRelu:
+				kernels.Relu(dst, a)
+			case graph.OpSigmoid:
+				kernels.Sigmoid(dst, a)
+			case graph.OpTanh:
+				kernels.Tanh(dst, a)
+			case graph.OpErf:
+				kernels.Erf(dst, a)
+			case graph.OpAbs:
+				kernels.Abs(dst, a)
+			case graph.OpReluGrad:
+				kernels.ReluGrad(dst, a, operand(s.B))
+			case graph.OpSigmoidGrad:
+				kernels.SigmoidGrad(dst, a, operand(s.B))
+			case graph.OpTanhGrad:
+				kernels.TanhGrad(dst, a, operand(s.B))
+			default:
+				kernels.Binary(binaryOp(s.Op), dst, a, operand(s.B))
+			}
+		}
+	}
+}
