@@ -23,7 +23,7 @@ type assigner struct {
 	output   map[int]bool
 	assignOf map[int]*graph.Node // value node id -> the Assign that stores it
 	fused    *fusion
-	emit     []emitted           // instructions, in order
+	emit     []emitted // instructions, in order
 }
 
 type emitted struct {
