@@ -93,12 +93,24 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 			}
 		}
 	}
+	// A group reads its leaves when its root runs. A variable may be
+	// overwritten from the moment its Assign's value is computed, so a node
+	// that reads a variable may not join a root that runs after that.
+	written := map[int]int{} // variable id -> id of its assigned value
+	for val, asg := range assignOf {
+		written[asg.Inputs()[0].ID()] = val
+	}
 	canJoin := func(u, root *graph.Node) bool {
 		if !live[u.ID()] || f.absorbed[u.ID()] || readers[u.ID()] != 1 || output[u.ID()] || assignOf[u.ID()] != nil {
 			return false
 		}
 		if _, ok := konst[u.ID()]; ok {
 			return false
+		}
+		for _, in := range u.Inputs() {
+			if w, ok := written[viewOf(in).ID()]; ok && w <= root.ID() {
+				return false
+			}
 		}
 		return fusable(u) && u.DType() == root.DType() && u.Shape().Equal(root.Shape())
 	}

@@ -32,8 +32,23 @@ func randomStep(rng *rand.Rand) func() (*graph.Graph, compile.Options) {
 				}
 			}
 		}
+		assigned := map[*graph.Node]bool{}
 		for i := 0; i < 14; i++ {
 			var n *graph.Node
+			if r.IntN(6) == 0 { // assign a variable mid-graph: later nodes may read values derived from it, not it
+				v := vars[r.IntN(len(vars))]
+				if !assigned[v] {
+					assigned[v] = true
+					graph.Assign(v, full())
+					kept := pool[:0]
+					for _, p := range pool {
+						if p != v {
+							kept = append(kept, p)
+						}
+					}
+					pool = kept
+				}
+			}
 			switch r.IntN(9) {
 			case 0:
 				n = graph.Tanh(full())
@@ -62,7 +77,7 @@ func randomStep(rng *rand.Rand) func() (*graph.Graph, compile.Options) {
 			opt.Outputs = append(opt.Outputs, compile.Output{Name: fmt.Sprint("out", i), Node: graph.ReduceSum(full(), 1)})
 		}
 		for _, v := range vars {
-			if r.IntN(3) > 0 {
+			if !assigned[v] && r.IntN(3) > 0 {
 				graph.Assign(v, full())
 			}
 		}

@@ -47,7 +47,8 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 	cfg := &t.cfg
 	h := &History{FirstLoss: math.NaN(), LastLoss: math.NaN()}
 	tr := t.progs["train"]
-	if tr == nil || data.N%tr.batch != 0 && t.progs["train_tail"] == nil || tr.in.x.DType() == tensor.Invalid {
+	k := cfg.accumulate()
+	if tr == nil || data.N%(tr.batch*k) != 0 && t.progs["train_tail"] == nil || tr.in.x.DType() == tensor.Invalid {
 		return nil, fmt.Errorf("train: trainer was built for other data than %q", data.Name)
 	}
 	if err := data.Validate(); err != nil {
@@ -94,42 +95,54 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 		var lossSum float64
 		var correct, seen, batches int
 		var lr float64
-		for i := 0; i < data.N; i += tr.batch {
-			pr := tr
-			if data.N-i < tr.batch {
-				pr = t.progs["train_tail"]
-			}
-			idx := perm[i : i+pr.batch]
-			data.fill(pr.in.x, pr.in.y, idx)
+		full := tr.batch * k // examples per update
+		for i := 0; i < data.N; i += full {
 			step++
-			if pr.in.step.DType() == tensor.Int64 {
-				pr.in.step.Int64s()[0] = step
-			}
 			lr = cfg.Schedule.LR(step) * t.lrScale
-			cfg.Optimizer.Feed(step, lr, setters[pr])
-			if err := pr.x.Run(); err != nil {
-				return h, fmt.Errorf("train: epoch %d, step %d: %w", ep+1, step, err)
+			var loss float64
+			n := 0
+			if data.N-i < full { // the last partial batch: one plain step
+				pr := t.progs["train_tail"]
+				if err := t.runStep(pr, data, perm[i:i+pr.batch], step, step, lr, setters[pr]); err != nil {
+					return h, fmt.Errorf("train: epoch %d, step %d: %w", ep+1, step, err)
+				}
+				loss, n = pr.loss.Float64At(0), pr.batch
+				if c, ok := accuracy(pr.out, pr.in.y); ok {
+					correct, seen = correct+c, seen+pr.batch
+				}
+			} else {
+				for m := 0; m < k; m++ { // micro-batches: accumulate, then apply on the last
+					pr := tr
+					if m < k-1 {
+						pr = t.progs["train_accumulate"]
+					}
+					at := i + m*tr.batch
+					micro := (step-1)*int64(k) + int64(m) + 1 // drives dropout masks
+					if err := t.runStep(pr, data, perm[at:at+tr.batch], micro, step, lr, setters[pr]); err != nil {
+						return h, fmt.Errorf("train: epoch %d, step %d: %w", ep+1, step, err)
+					}
+					loss += pr.loss.Float64At(0) / float64(k)
+					if c, ok := accuracy(pr.out, pr.in.y); ok {
+						correct, seen = correct+c, seen+tr.batch
+					}
+				}
+				n = full
 			}
-			loss := pr.loss.Float64At(0)
 			if math.IsNaN(h.FirstLoss) {
 				h.FirstLoss = loss
 			}
 			h.LastLoss = loss
 			lossSum += loss
 			batches++
-			if c, ok := accuracy(pr.out, pr.in.y); ok {
-				correct += c
-				seen += pr.batch
-			}
 			switch s := step - startStep; {
 			case s == int64(cfg.Warmup):
 				timedFrom = time.Now()
 			case s > int64(cfg.Warmup):
-				timed += int64(pr.batch)
+				timed += int64(n)
 			}
 			for _, c := range callbacks {
 				if b, ok := c.(BatchEnder); ok {
-					b.OnBatchEnd(ep+1, batches, (data.N+tr.batch-1)/tr.batch, loss)
+					b.OnBatchEnd(ep+1, batches, (data.N+full-1)/full, loss)
 				}
 			}
 		}
@@ -172,6 +185,18 @@ func ratio(a, b int) float64 {
 		return math.NaN()
 	}
 	return float64(a) / float64(b)
+}
+
+// runStep fills pr's inputs with the examples idx and runs it. micro is
+// the step number the dropout masks are drawn from; step drives the
+// optimizer's hyper inputs.
+func (t *Trainer) runStep(pr *program, data *Examples, idx []int, micro, step int64, lr float64, set func(string, float64)) error {
+	data.fill(pr.in.x, pr.in.y, idx)
+	if pr.in.step.DType() == tensor.Int64 {
+		pr.in.step.Int64s()[0] = micro
+	}
+	t.cfg.Optimizer.Feed(step, lr, set)
+	return pr.x.Run()
 }
 
 // shuffle sets perm to the permutation of epoch ep under seed (Fisher-Yates
@@ -292,7 +317,7 @@ func (t *Trainer) evalTail(b int) (*program, error) {
 	if pr := t.progs[key]; pr != nil {
 		return pr, nil
 	}
-	pr, err := t.load(key, b, false)
+	pr, err := t.load(key, b, modeEval)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,11 @@ type Config struct {
 	KeepCheckpoints int // 0: keep 3
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
+	// Accumulate, when > 1, splits each batch into that many equal
+	// micro-batches whose gradients are summed before one update (the
+	// effective batch stays Batch). BatchNormalization sees each
+	// micro-batch as a batch, as with Keras' gradient_accumulation_steps.
+	Accumulate int
 }
 
 // Trainer holds a model's compiled programs and their memory.
@@ -61,8 +66,8 @@ type Trainer struct {
 type program struct {
 	p     *compile.Program
 	x     *runtime.Executable
-	batch int
-	train bool
+	batch int // examples per run (a micro-batch when accumulating)
+	mode  stepMode
 	in    struct{ x, y, step tensor.Tensor }
 	hyper map[string]tensor.Tensor
 	loss  tensor.Tensor // train: mean loss; eval: sum of per-example losses
@@ -95,12 +100,21 @@ func (c *Config) evalBatch() int {
 	return c.Batch
 }
 
-// build returns the graph of the training (train) or evaluation step at
-// batch size b.
-func (c *Config) build(b int, train bool) func() (*graph.Graph, compile.Options) {
+// stepMode says what a compiled step does.
+type stepMode uint8
+
+const (
+	modeEval       stepMode = iota // forward, loss and outputs
+	modeTrain                      // forward, backward, update
+	modeAccumulate                 // forward, backward, add the gradients to the accumulators
+	modeApply                      // as modeAccumulate, then update from the accumulated mean and reset
+)
+
+// build returns the graph of a step of the given mode at batch size b.
+func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Options) {
 	return func() (*graph.Graph, compile.Options) {
 		g := graph.New()
-		ctx := nn.NewContext(g, train, c.Seed)
+		ctx := nn.NewContext(g, mode != modeEval, c.Seed)
 		m := c.Model
 		x := g.Input("x", m.InputType(), append(tensor.Shape{b}, m.InputShape...))
 		out := m.Forward(ctx, x)
@@ -109,58 +123,89 @@ func (c *Config) build(b int, train bool) func() (*graph.Graph, compile.Options)
 		per := c.Loss.PerExample(out, y)
 		g.PopScope()
 		scores, _ := nn.Logits(out)
-		name := "eval"
-		if !train {
-			opt := compile.Options{Name: name, Outputs: []compile.Output{
+		if mode == modeEval {
+			opt := compile.Options{Name: "eval", Outputs: []compile.Output{
 				{Name: "loss", Node: graph.ReduceSum(per)}, {Name: "out", Node: out}}}
 			return g, opt
 		}
-		name = "train"
 		loss := graph.ReduceMean(per)
 		grads := autodiff.Grad(loss, ctx.Trainable...)
-		grads = optim.ClipByGlobalNorm(grads, c.ClipNorm)
-		c.Optimizer.Apply(g, ctx.Trainable, grads)
 		old := g.SetPhase(graph.Update)
+		if mode == modeAccumulate || mode == modeApply {
+			// Accumulators are persistent gradients (grad category): the sum
+			// of the micro-batches' gradients of their mean losses.
+			k := float64(c.accumulate())
+			g.PushScope("accumulate")
+			for i, p := range ctx.Trainable {
+				acc := g.Variable(p.Attr().Name+"/accum", graph.RoleGrad, p.DType(), p.Shape())
+				sum := graph.Add(acc, grads[i])
+				if mode == modeAccumulate {
+					graph.Assign(acc, sum)
+					continue
+				}
+				grads[i] = graph.MulScalar(sum, 1/k)
+				graph.Assign(acc, graph.BroadcastTo(graph.ScalarLike(p, 0), p.Shape()...))
+			}
+			g.PopScope()
+		}
+		if mode != modeAccumulate {
+			grads = optim.ClipByGlobalNorm(grads, c.ClipNorm)
+			c.Optimizer.Apply(g, ctx.Trainable, grads)
+		}
 		for _, u := range ctx.Updates {
 			graph.Assign(u[0], u[1])
 		}
 		g.SetPhase(old)
-		return g, compile.Options{Name: name, Grads: grads, Outputs: []compile.Output{
+		return g, compile.Options{Name: "train", Grads: grads, Outputs: []compile.Output{
 			{Name: "loss", Node: loss}, {Name: "out", Node: scores}}}
 	}
 }
 
+// accumulate is the number of micro-batches per update (at least 1).
+func (c *Config) accumulate() int { return max(1, c.Accumulate) }
+
 // compileAll compiles the programs for the given data sizes.
 func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
 	progs := map[string]*program{}
-	add := func(key string, b int, train bool) error {
+	add := func(key string, b int, mode stepMode) error {
 		if b <= 0 {
 			return nil
 		}
-		p, err := compile.Build(c.build(b, train))
+		p, err := compile.Build(c.build(b, mode))
 		if err != nil {
 			return fmt.Errorf("train: building the %s step (batch %d): %w", key, b, err)
 		}
 		p.Name = key
-		progs[key] = &program{p: p, batch: b, train: train}
+		progs[key] = &program{p: p, batch: b, mode: mode}
 		return nil
 	}
 	bt := min(c.Batch, trainN)
-	if err := add("train", bt, true); err != nil {
+	if k := c.accumulate(); k > 1 {
+		if bt%k != 0 {
+			return nil, fmt.Errorf("train: batch %d does not split into %d equal micro-batches", bt, k)
+		}
+		if err := add("train_accumulate", bt/k, modeAccumulate); err != nil {
+			return nil, err
+		}
+		if err := add("train", bt/k, modeApply); err != nil {
+			return nil, err
+		}
+	} else if err := add("train", bt, modeTrain); err != nil {
 		return nil, err
 	}
 	if r := trainN % bt; r != 0 {
-		if err := add("train_tail", r, true); err != nil {
+		// the last partial batch is one plain step, without accumulation
+		if err := add("train_tail", r, modeTrain); err != nil {
 			return nil, err
 		}
 	}
 	if evalN > 0 {
 		be := min(c.evalBatch(), evalN)
-		if err := add("eval", be, false); err != nil {
+		if err := add("eval", be, modeEval); err != nil {
 			return nil, err
 		}
 		if r := evalN % be; r != 0 {
-			if err := add("eval_tail", r, false); err != nil {
+			if err := add("eval_tail", r, modeEval); err != nil {
 				return nil, err
 			}
 		}
@@ -357,13 +402,13 @@ func (t *Trainer) attach(pr *program) error {
 
 // load compiles and attaches a program after New (evaluation of data of a
 // size New did not plan for). Its buffers add to the ledger beyond Planned.
-func (t *Trainer) load(key string, b int, train bool) (*program, error) {
-	p, err := compile.Build(t.cfg.build(b, train))
+func (t *Trainer) load(key string, b int, mode stepMode) (*program, error) {
+	p, err := compile.Build(t.cfg.build(b, mode))
 	if err != nil {
 		return nil, err
 	}
 	p.Name = key
-	pr := &program{p: p, batch: b, train: train}
+	pr := &program{p: p, batch: b, mode: mode}
 	if err := t.attach(pr); err != nil {
 		return nil, err
 	}
