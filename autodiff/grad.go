@@ -6,11 +6,66 @@ import (
 	"github.com/headroom-ml/headroom/graph"
 )
 
+// Options configure GradWith.
+type Options struct {
+	// Keep, when set, says which forward values the backward pass may read
+	// as saved activations. Any other forward value a gradient rule needs is
+	// recomputed in the backward pass from kept values (and leaves), just
+	// before it is needed: rematerialization, or gradient checkpointing
+	// (Chen, Xu, Zhang and Guestrin, "Training Deep Nets with Sublinear
+	// Memory Cost", 2016). Recomputed values are built once per backward
+	// pass and shared by the rules that need them.
+	Keep func(n *graph.Node) bool
+	// OnGrad, when set, is called with i and the gradient of wrt[i] as soon
+	// as that gradient is final in the reverse sweep (all its uses are
+	// differentiated), so that the caller can build the parameter's update
+	// right there: updates interleave with the backward pass and each
+	// gradient dies at its update instead of all living until the end.
+	OnGrad func(i int, grad *graph.Node)
+}
+
+// vjp is the state of one backward pass that rules read forward values
+// through.
+type vjp struct {
+	keep  func(*graph.Node) bool
+	remat map[*graph.Node]*graph.Node
+}
+
+// in returns input i of n as a value the backward pass may read.
+func (c *vjp) in(n *graph.Node, i int) *graph.Node { return c.val(n.Inputs()[i]) }
+
+// val returns x, or its recomputation when x is a forward value that is not
+// kept.
+func (c *vjp) val(x *graph.Node) *graph.Node {
+	if c.keep == nil || x.Phase() != graph.Forward || x.Op().Class() == graph.ClassLeaf || c.keep(x) {
+		return x
+	}
+	if r, ok := c.remat[x]; ok {
+		return r
+	}
+	ins := make([]*graph.Node, len(x.Inputs()))
+	for i, in := range x.Inputs() {
+		ins[i] = c.val(in)
+	}
+	g := x.Graph()
+	g.PushScope("remat")
+	r := graph.Recompute(x, ins...)
+	g.PopScope()
+	c.remat[x] = r
+	return r
+}
+
 // Grad appends to loss's graph the gradient of loss with respect to each
 // node in wrt and returns them in order. It panics with a *graph.Error when
 // loss is not a float scalar or a needed op has no rule; graph.Catch or
 // compile.Build turn that into an error.
 func Grad(loss *graph.Node, wrt ...*graph.Node) []*graph.Node {
+	return GradWith(loss, Options{}, wrt...)
+}
+
+// GradWith is Grad with options (rematerialization).
+func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
+	c := &vjp{keep: opt.Keep, remat: map[*graph.Node]*graph.Node{}}
 	g := loss.Graph()
 	if loss.Shape().Rank() != 0 || (loss.DType() != 0 && !loss.DType().IsFloat()) {
 		panic(&graph.Error{Op: loss.Op(), Owner: loss.Owner(), Msg: fmt.Sprintf("loss must be a float scalar, got %s%v", loss.DType(), loss.Shape())})
@@ -52,47 +107,89 @@ func Grad(loss *graph.Node, wrt ...*graph.Node) []*graph.Node {
 		}
 	}
 
-	adj := make([]*graph.Node, n)
-	adj[loss.ID()] = g.Scalar(1, loss.DType())
-	for id := n - 1; id >= 0; id-- {
-		node, gy := nodes[id], adj[id]
-		if gy == nil || !fromW[id] || !toLoss[id] || len(node.Inputs()) == 0 {
-			continue
-		}
-		r := rules[node.Op()]
-		if r == nil {
-			panic(&graph.Error{Op: node.Op(), Owner: node.Owner(), Site: node.Site(), Msg: "has no gradient rule"})
-		}
-		g.PushScope("grad/" + node.Owner())
-		gxs := r(node, gy)
-		g.PopScope()
-		for i, in := range node.Inputs() {
-			if i >= len(gxs) || gxs[i] == nil || !fromW[in.ID()] {
+	// done[id] lists the wrt whose gradient is final once the sweep has
+	// processed node id: the smallest id among their differentiated readers.
+	done := map[int][]int{}
+	var noReader []int
+	for i, w := range wrt {
+		first := -1
+		for id := w.ID() + 1; id < n; id++ {
+			if !fromW[id] || !toLoss[id] {
 				continue
 			}
-			gx := gxs[i]
-			if !gx.Shape().Equal(in.Shape()) || gx.DType() != in.DType() {
-				panic(&graph.Error{Op: node.Op(), Owner: node.Owner(), Msg: fmt.Sprintf("gradient rule gave %s%v for input %s%v", gx.DType(), gx.Shape(), in.DType(), in.Shape())})
+			for _, in := range nodes[id].Inputs() {
+				if in == w {
+					first = id
+					break
+				}
 			}
-			if adj[in.ID()] == nil {
-				adj[in.ID()] = gx
-			} else {
-				g.PushScope("grad/" + in.Owner())
-				adj[in.ID()] = graph.Add(adj[in.ID()], gx)
-				g.PopScope()
+			if first >= 0 {
+				break
 			}
 		}
-	}
-
-	out := make([]*graph.Node, len(wrt))
-	for i, w := range wrt {
-		if w.ID() < n && adj[w.ID()] != nil {
-			out[i] = adj[w.ID()]
+		if first < 0 {
+			noReader = append(noReader, i)
 			continue
 		}
-		out[i] = g.Full(0, w.DType(), w.Shape()) // the loss does not depend on w
+		done[first] = append(done[first], i)
 	}
-	return out
+	adj := make([]*graph.Node, n)
+	final := make([]*graph.Node, len(wrt))
+	finish := func(i int) {
+		w := wrt[i]
+		if w.ID() < n && adj[w.ID()] != nil {
+			final[i] = adj[w.ID()]
+		} else {
+			final[i] = g.Full(0, w.DType(), w.Shape()) // the loss does not depend on w
+		}
+		if opt.OnGrad != nil {
+			opt.OnGrad(i, final[i])
+		}
+	}
+	adj[loss.ID()] = g.Scalar(1, loss.DType())
+	for id := n - 1; id >= 0; id-- {
+		c.backprop(nodes[id], adj, fromW, toLoss)
+		for _, i := range done[id] {
+			finish(i)
+		}
+	}
+	for _, i := range noReader {
+		finish(i)
+	}
+	return final
+}
+
+// backprop applies node's VJP rule to its gradient, if it has one, and adds
+// the results to its inputs' gradients.
+func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool) {
+	id, g := node.ID(), node.Graph()
+	gy := adj[id]
+	if gy == nil || !fromW[id] || !toLoss[id] || len(node.Inputs()) == 0 {
+		return
+	}
+	r := rules[node.Op()]
+	if r == nil {
+		panic(&graph.Error{Op: node.Op(), Owner: node.Owner(), Site: node.Site(), Msg: "has no gradient rule"})
+	}
+	g.PushScope("grad/" + node.Owner())
+	gxs := r(c, node, gy)
+	g.PopScope()
+	for i, in := range node.Inputs() {
+		if i >= len(gxs) || gxs[i] == nil || !fromW[in.ID()] {
+			continue
+		}
+		gx := gxs[i]
+		if !gx.Shape().Equal(in.Shape()) || gx.DType() != in.DType() {
+			panic(&graph.Error{Op: node.Op(), Owner: node.Owner(), Msg: fmt.Sprintf("gradient rule gave %s%v for input %s%v", gx.DType(), gx.Shape(), in.DType(), in.Shape())})
+		}
+		if adj[in.ID()] == nil {
+			adj[in.ID()] = gx
+		} else {
+			g.PushScope("grad/" + in.Owner())
+			adj[in.ID()] = graph.Add(adj[in.ID()], gx)
+			g.PopScope()
+		}
+	}
 }
 
 // Differentiable reports whether op has a VJP rule that passes gradients to

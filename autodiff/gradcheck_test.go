@@ -1,6 +1,7 @@
 package autodiff_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -257,4 +258,76 @@ func TestGradientsCoverEveryRule(t *testing.T) {
 			t.Errorf("op %s has a gradient rule but no gradient check", op)
 		}
 	}
+}
+
+// TestRematGivesTheSameGradients recomputes every forward value the
+// backward pass reads (Keep never holds) and checks the gradients are the
+// same bits as with every activation kept.
+func TestRematGivesTheSameGradients(t *testing.T) {
+	for ci, c := range gradCases() {
+		t.Run(c.name, func(t *testing.T) {
+			kept := gradsOf(t, c, uint64(ci), nil)
+			remat := gradsOf(t, c, uint64(ci), func(*graph.Node) bool { return false })
+			for i := range kept {
+				for j := range kept[i] {
+					if math.Float64bits(kept[i][j]) != math.Float64bits(remat[i][j]) {
+						t.Fatalf("input %d element %d: %v with remat, %v without", i, j, remat[i][j], kept[i][j])
+					}
+				}
+			}
+		})
+	}
+}
+
+func gradsOf(t *testing.T, c gradCase, seed uint64, keep func(*graph.Node) bool) [][]float64 {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var xs []*graph.Node
+	prog, err := compile.Build(func() (*graph.Graph, compile.Options) {
+		g := graph.New()
+		xs = xs[:0]
+		for i, s := range c.shapes {
+			xs = append(xs, g.Param(string(rune('a'+i)), tensor.Float64, s))
+		}
+		out := c.build(g, xs)
+		r := tensor.New(tensor.Float64, out.Shape())
+		for i := 0; i < r.Len(); i++ {
+			r.SetFloat64At(i, rng.NormFloat64())
+		}
+		loss := graph.ReduceSum(graph.Mul(out, g.Constant(r)))
+		opt := compile.Options{Outputs: []compile.Output{{Name: "loss", Node: loss}}}
+		for i, gr := range autodiff.GradWith(loss, autodiff.Options{Keep: keep}, xs...) {
+			opt.Outputs = append(opt.Outputs, compile.Output{Name: "grad" + string(rune('a'+i)), Node: gr, Grad: true})
+		}
+		return g, opt
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := runtime.NewCPU(0)
+	defer e.Close()
+	x, err := e.Load(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for i, n := range xs {
+		v, _ := e.Variable(n.Attr().Name)
+		vals := v.Tensor().Float64s()
+		if c.init != nil {
+			c.init(rng, i, vals)
+		} else {
+			for j := range vals {
+				vals[j] = rng.NormFloat64()
+			}
+		}
+	}
+	if err := x.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]float64, len(xs))
+	for i := range xs {
+		g, _ := x.Output("grad" + string(rune('a'+i)))
+		out[i] = append([]float64(nil), g.Float64s()...)
+	}
+	return out
 }

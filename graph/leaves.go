@@ -98,3 +98,21 @@ func Assign(v, x *Node) *Node {
 	g.assigns = append(g.assigns, n)
 	return n
 }
+
+// Recompute builds a copy of n (same op, attributes, dtype and shape) over
+// inputs, which must have the dtypes and shapes of n's inputs. Autodiff
+// uses it to rematerialize forward values in the backward pass.
+func Recompute(n *Node, inputs ...*Node) *Node {
+	g := n.g
+	if len(inputs) != len(n.inputs) || n.op.Class() == ClassLeaf || n.op == OpAssign {
+		g.throw(n.op, "cannot recompute %s from %d inputs", n, len(inputs))
+	}
+	for i, in := range inputs {
+		if in.dtype != n.inputs[i].dtype || !in.shape.Equal(n.inputs[i].shape) {
+			g.throw(n.op, "recompute: input %d is %s%v, want %s%v", i, in.dtype, in.shape, n.inputs[i].dtype, n.inputs[i].shape)
+		}
+	}
+	at := n.attr
+	at.Name = ""
+	return g.add(n.op, n.dtype, n.shape, at, inputs...)
+}

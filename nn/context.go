@@ -22,6 +22,9 @@ type Context struct {
 	// Updates are assignments a training step must make besides the
 	// optimizer's (BatchNormalization's moving statistics): variable, value.
 	Updates [][2]*graph.Node
+	// Outputs lists each layer's output in order (Sequential.Forward
+	// records them): the natural checkpoints for rematerialization.
+	Outputs []*graph.Node
 }
 
 // NewContext returns a context for building into g.

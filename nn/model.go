@@ -27,6 +27,7 @@ func (m *Sequential) InputType() tensor.DType {
 func (m *Sequential) Forward(c *Context, x *graph.Node) *graph.Node {
 	for _, l := range m.Layers {
 		x = l.Forward(c, x)
+		c.Outputs = append(c.Outputs, x)
 	}
 	return x
 }

@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/headroom-ml/headroom/autodiff"
@@ -38,6 +39,9 @@ type Config struct {
 	KeepCheckpoints int // 0: keep 3
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
+	// Remat recomputes activations in the backward pass instead of keeping
+	// them, but for every ⌈√L⌉-th layer output (gradient checkpointing).
+	Remat bool
 	// Accumulate, when > 1, splits each batch into that many equal
 	// micro-batches whose gradients are summed before one update (the
 	// effective batch stays Batch). BatchNormalization sees each
@@ -129,28 +133,49 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 			return g, opt
 		}
 		loss := graph.ReduceMean(per)
-		grads := autodiff.Grad(loss, ctx.Trainable...)
-		old := g.SetPhase(graph.Update)
-		if mode == modeAccumulate || mode == modeApply {
-			// Accumulators are persistent gradients (grad category): the sum
-			// of the micro-batches' gradients of their mean losses.
-			k := float64(c.accumulate())
-			g.PushScope("accumulate")
-			for i, p := range ctx.Trainable {
+		k := float64(c.accumulate())
+		// update builds what a training step does with wrt[i]'s gradient:
+		// add it to the accumulator, and/or hand it to the optimizer.
+		update := func(i int, gr *graph.Node) *graph.Node {
+			p := ctx.Trainable[i]
+			if mode == modeAccumulate || mode == modeApply {
+				// Accumulators are persistent gradients (grad category): the
+				// sum of the micro-batches' gradients of their mean losses.
 				acc := g.Variable(p.Attr().Name+"/accum", graph.RoleGrad, p.DType(), p.Shape())
-				sum := graph.Add(acc, grads[i])
+				sum := graph.Add(acc, gr)
 				if mode == modeAccumulate {
 					graph.Assign(acc, sum)
-					continue
+					return gr
 				}
-				grads[i] = graph.MulScalar(sum, 1/k)
+				gr = graph.MulScalar(sum, 1/k)
 				graph.Assign(acc, graph.BroadcastTo(graph.ScalarLike(p, 0), p.Shape()...))
 			}
-			g.PopScope()
+			return gr
 		}
-		if mode != modeAccumulate {
-			grads = optim.ClipByGlobalNorm(grads, c.ClipNorm)
-			c.Optimizer.Apply(g, ctx.Trainable, grads)
+		grads := make([]*graph.Node, len(ctx.Trainable))
+		opt := autodiff.Options{Keep: c.keep(ctx)}
+		if c.ClipNorm <= 0 {
+			// Interleave: each parameter is updated as soon as its gradient
+			// is final, so gradients never all live at once.
+			opt.OnGrad = func(i int, gr *graph.Node) {
+				old := g.SetPhase(graph.Update)
+				grads[i] = update(i, gr)
+				if mode != modeAccumulate {
+					c.Optimizer.Apply(g, ctx.Trainable[i:i+1], grads[i:i+1])
+				}
+				g.SetPhase(old)
+			}
+		}
+		raw := autodiff.GradWith(loss, opt, ctx.Trainable...)
+		old := g.SetPhase(graph.Update)
+		if c.ClipNorm > 0 { // clipping needs every gradient first
+			for i, gr := range raw {
+				grads[i] = update(i, gr)
+			}
+			if mode != modeAccumulate {
+				grads = optim.ClipByGlobalNorm(grads, c.ClipNorm)
+				c.Optimizer.Apply(g, ctx.Trainable, grads)
+			}
 		}
 		for _, u := range ctx.Updates {
 			graph.Assign(u[0], u[1])
@@ -159,6 +184,23 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		return g, compile.Options{Name: "train", Grads: grads, Outputs: []compile.Output{
 			{Name: "loss", Node: loss}, {Name: "out", Node: scores}}}
 	}
+}
+
+// keep returns the rematerialization policy: nil (keep every activation),
+// or, with Remat, keep only every ⌈√L⌉-th of the L layer outputs and
+// recompute the rest in the backward pass (Chen et al.'s √n checkpoints).
+func (c *Config) keep(ctx *nn.Context) func(*graph.Node) bool {
+	if !c.Remat {
+		return nil
+	}
+	every := int(math.Ceil(math.Sqrt(float64(len(ctx.Outputs)))))
+	kept := map[*graph.Node]bool{}
+	for i, o := range ctx.Outputs {
+		if (i+1)%every == 0 {
+			kept[o] = true
+		}
+	}
+	return func(n *graph.Node) bool { return kept[n] }
 }
 
 // accumulate is the number of micro-batches per update (at least 1).

@@ -1,0 +1,418 @@
+package keras
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/nn"
+)
+
+// Supported lists the Keras layer classes Parse maps, in the order the
+// issue names them.
+var Supported = []string{"InputLayer", "Dense", "Conv2D", "MaxPooling2D", "AveragePooling2D",
+	"GlobalAveragePooling2D", "Flatten", "Dropout", "BatchNormalization", "LayerNormalization",
+	"Activation", "ReLU", "Embedding"}
+
+// aliases are other spellings Keras accepts for the same classes.
+var aliases = map[string]string{
+	"MaxPool2D":       "MaxPooling2D",
+	"AvgPool2D":       "AveragePooling2D",
+	"GlobalAvgPool2D": "GlobalAveragePooling2D",
+}
+
+// mapped is one Keras layer read and checked: its nn layer (nil for an
+// InputLayer), and the output shape and parameter counts that Keras'
+// own arithmetic gives, which Parse cross-checks against the built model.
+type mapped struct {
+	layer        nn.Layer
+	out          []int // per example, no batch
+	params       int   // every weight, as "Total params"
+	nonTrainable int   // BatchNormalization's moving statistics
+}
+
+// mapLayer maps one Keras layer of class (canonical spelling) with input in
+// (per example) onto nn. Problems are recorded on f.
+func mapLayer(class, name string, f *fields, in []int) mapped {
+	switch class {
+	case "Dense":
+		return dense(name, f, in)
+	case "Conv2D":
+		return conv2D(name, f, in)
+	case "MaxPooling2D", "AveragePooling2D":
+		return pool2D(name, class == "MaxPooling2D", f, in)
+	case "GlobalAveragePooling2D":
+		channelsLast(f)
+		if f.boolean("keepdims", false) {
+			f.unsupported("keepdims=true is not supported: nn.GlobalAveragePooling2D returns (batch, channels)")
+		}
+		if len(in) != 3 {
+			f.fail("GlobalAveragePooling2D needs an input of rank 3 (height, width, channels), got %v", in)
+			return mapped{}
+		}
+		return mapped{layer: &nn.GlobalAveragePooling2D{LayerName: name}, out: []int{in[2]}}
+	case "Flatten":
+		channelsLast(f)
+		n := 1
+		for _, d := range in {
+			n *= d // bounded: in was checked against maxElements
+		}
+		return mapped{layer: &nn.Flatten{LayerName: name}, out: []int{n}}
+	case "Dropout":
+		rate := f.float("rate", 0)
+		if !(rate >= 0 && rate < 1) {
+			f.fail("rate %v is not in [0, 1)", rate)
+		}
+		if f.has("noise_shape") {
+			f.unsupported("noise_shape is not supported: nn.Dropout draws one mask value per element")
+		}
+		return mapped{layer: &nn.Dropout{LayerName: name, Rate: rate}, out: in}
+	case "BatchNormalization":
+		return batchNorm(name, f, in)
+	case "LayerNormalization":
+		return layerNorm(name, f, in)
+	case "Activation":
+		if !f.has("activation") {
+			f.fail("activation is missing")
+		}
+		return mapped{layer: &nn.Activation{LayerName: name, Fn: activation(f)}, out: in}
+	case "ReLU":
+		if f.has("max_value") || f.float("negative_slope", 0) != 0 || f.float("threshold", 0) != 0 {
+			f.unsupported("ReLU with max_value, negative_slope or threshold is not supported: nn has the plain relu only")
+		}
+		return mapped{layer: &nn.Activation{LayerName: name, Fn: "relu"}, out: in}
+	case "Embedding":
+		return embedding(name, f, in)
+	}
+	f.fail("internal: no mapping for class %s", class)
+	return mapped{}
+}
+
+// dense: x [..., in] -> [..., units]; kernel [in, units], bias [units].
+func dense(name string, f *fields, in []int) mapped {
+	units := f.positive("units", 0, true)
+	act := activation(f)
+	bias := f.boolean("use_bias", true)
+	if f.err != nil {
+		return mapped{}
+	}
+	k := in[len(in)-1]
+	params, err := mul(k, units)
+	if err != nil {
+		f.fail("kernel [%d, %d]: %v", k, units, err)
+		return mapped{}
+	}
+	if bias {
+		params += units
+	}
+	out := append(append([]int{}, in[:len(in)-1]...), units)
+	if err := checkSize(out); err != nil {
+		f.fail("output %v: %v", out, err)
+	}
+	return mapped{
+		layer:  &nn.Dense{LayerName: name, Units: units, Activation: act, NoBias: !bias, KernelInit: initializer(f, "kernel_initializer")},
+		out:    out,
+		params: params,
+	}
+}
+
+// conv2D: x [H, W, C] -> [OH, OW, filters]; kernel [KH, KW, C, filters]
+// (HWIO), bias [filters].
+func conv2D(name string, f *fields, in []int) mapped {
+	filters := f.positive("filters", 0, true)
+	kernel := f.pair("kernel_size", [2]int{}, true)
+	strides := f.pair("strides", [2]int{1, 1}, false)
+	same := padding(f)
+	channelsLast(f)
+	if d := f.pair("dilation_rate", [2]int{1, 1}, false); d != [2]int{1, 1} {
+		f.unsupported("dilation_rate %v is not supported: nn.Conv2D has dilation 1", d)
+	}
+	if g := f.positive("groups", 1, false); g != 1 {
+		f.unsupported("groups=%d is not supported: nn.Conv2D has one group", g)
+	}
+	act := activation(f)
+	bias := f.boolean("use_bias", true)
+	if f.err != nil {
+		return mapped{}
+	}
+	oh, ow, ok := windowed(f, "Conv2D", in, kernel, strides, same)
+	if !ok {
+		return mapped{}
+	}
+	params, err := mulAll(kernel[0], kernel[1], in[2], filters)
+	if err != nil {
+		f.fail("kernel %dx%dx%dx%d: %v", kernel[0], kernel[1], in[2], filters, err)
+		return mapped{}
+	}
+	if bias {
+		params += filters
+	}
+	out := []int{oh, ow, filters}
+	if err := checkSize(out); err != nil {
+		f.fail("output %v: %v", out, err)
+	}
+	return mapped{
+		layer: &nn.Conv2D{LayerName: name, Filters: filters, Kernel: kernel, Strides: strides, Same: same,
+			Activation: act, NoBias: !bias, KernelInit: initializer(f, "kernel_initializer")},
+		out:    out,
+		params: params,
+	}
+}
+
+// pool2D: x [H, W, C] -> [OH, OW, C]; strides default to the pool size.
+func pool2D(name string, max bool, f *fields, in []int) mapped {
+	pool := f.pair("pool_size", [2]int{2, 2}, false)
+	strides := f.pair("strides", pool, false)
+	same := padding(f)
+	channelsLast(f)
+	if f.err != nil {
+		return mapped{}
+	}
+	oh, ow, ok := windowed(f, "pooling", in, pool, strides, same)
+	if !ok {
+		return mapped{}
+	}
+	return mapped{layer: &nn.Pool2D{LayerName: name, Max: max, Pool: pool, Strides: strides, Same: same},
+		out: []int{oh, ow, in[2]}}
+}
+
+// windowed returns the output height and width of a window over [H, W, C],
+// with Keras' "valid"/"same" arithmetic (graph.ConvOutSize).
+func windowed(f *fields, what string, in []int, win, strides [2]int, same bool) (int, int, bool) {
+	if len(in) != 3 {
+		f.fail("%s needs an input of rank 3 (height, width, channels), got %v", what, in)
+		return 0, 0, false
+	}
+	oh := graph.ConvOutSize(in[0], win[0], strides[0], same)
+	ow := graph.ConvOutSize(in[1], win[1], strides[1], same)
+	if oh <= 0 || ow <= 0 {
+		f.fail("window %dx%d does not fit input %v with valid padding", win[0], win[1], in)
+		return 0, 0, false
+	}
+	return oh, ow, true
+}
+
+// batchNorm: gamma, beta (trainable), moving_mean, moving_variance (not),
+// each [channels], over the last axis only.
+func batchNorm(name string, f *fields, in []int) mapped {
+	lastAxis(f, "BatchNormalization", in)
+	mom := f.float("momentum", 0.99)
+	eps := f.float("epsilon", 1e-3)
+	if !(mom > 0 && mom < 1) {
+		f.unsupported("momentum %v is not supported: nn.BatchNormalization takes a momentum in (0, 1)", mom)
+	}
+	if !(eps > 0) {
+		f.unsupported("epsilon %v is not supported: nn.BatchNormalization takes a positive epsilon", eps)
+	}
+	affine(f, "BatchNormalization")
+	if f.boolean("renorm", false) {
+		f.unsupported("renorm=true is not supported by nn.BatchNormalization")
+	}
+	if f.has("virtual_batch_size") {
+		f.unsupported("virtual_batch_size is not supported by nn.BatchNormalization")
+	}
+	if f.has("adjustment") {
+		f.unsupported("adjustment is not supported by nn.BatchNormalization")
+	}
+	c := in[len(in)-1]
+	return mapped{layer: &nn.BatchNormalization{LayerName: name, Momentum: mom, Epsilon: eps},
+		out: in, params: 4 * c, nonTrainable: 2 * c}
+}
+
+// layerNorm: gamma, beta [channels], normalizing the last axis of each example.
+func layerNorm(name string, f *fields, in []int) mapped {
+	lastAxis(f, "LayerNormalization", in)
+	eps := f.float("epsilon", 1e-3)
+	if !(eps > 0) {
+		f.unsupported("epsilon %v is not supported: nn.LayerNormalization takes a positive epsilon", eps)
+	}
+	affine(f, "LayerNormalization")
+	if f.boolean("rms_scaling", false) {
+		f.unsupported("rms_scaling=true is not supported by nn.LayerNormalization")
+	}
+	return mapped{layer: &nn.LayerNormalization{LayerName: name, Epsilon: eps}, out: in, params: 2 * in[len(in)-1]}
+}
+
+// affine rejects center=false or scale=false: nn's normalizations always
+// learn both gamma and beta, so the parameter count would differ.
+func affine(f *fields, class string) {
+	if !f.boolean("center", true) || !f.boolean("scale", true) {
+		f.unsupported("center=false or scale=false is not supported: nn.%s always learns beta and gamma", class)
+	}
+}
+
+// lastAxis checks that "axis" names the last axis of an input of per-example
+// shape in. Keras counts the batch dimension: for NHWC input axis 3, [3]
+// and -1 all name the channels.
+func lastAxis(f *fields, class string, in []int) {
+	ax := f.axes("axis", []int{-1})
+	rank := len(in) + 1
+	if len(ax) != 1 {
+		f.unsupported("axis %v is not supported: nn.%s normalizes over one axis, the last", ax, class)
+		return
+	}
+	a := ax[0]
+	if a < 0 {
+		a += rank
+	}
+	switch {
+	case a < 0 || a >= rank:
+		f.fail("axis %d is out of range for an input of rank %d (batch included)", ax[0], rank)
+	case a != rank-1:
+		f.unsupported("axis %d is not supported: nn.%s uses the last axis (%d or -1 for an input of rank %d, batch included)",
+			ax[0], class, rank-1, rank)
+	}
+}
+
+// embedding: indices [...] -> [..., output_dim]; embeddings [input_dim, output_dim].
+func embedding(name string, f *fields, in []int) mapped {
+	vocab := f.positive("input_dim", 0, true)
+	dim := f.positive("output_dim", 0, true)
+	if f.has("lora_rank") {
+		f.unsupported("lora_rank is not supported by nn.Embedding")
+	}
+	if f.err != nil {
+		return mapped{}
+	}
+	if len(in)+1 > maxRank {
+		f.fail("output rank %d exceeds the maximum %d", len(in)+1, maxRank)
+		return mapped{}
+	}
+	params, err := mul(vocab, dim)
+	if err != nil {
+		f.fail("embeddings [%d, %d]: %v", vocab, dim, err)
+		return mapped{}
+	}
+	out := append(append([]int{}, in...), dim)
+	if err := checkSize(out); err != nil {
+		f.fail("output %v: %v", out, err)
+	}
+	return mapped{layer: &nn.Embedding{LayerName: name, InputDim: vocab, OutputDim: dim}, out: out, params: params}
+}
+
+func padding(f *fields) bool {
+	switch p := f.str("padding", "valid"); strings.ToLower(p) {
+	case "valid":
+		return false
+	case "same":
+		return true
+	default:
+		f.unsupported("padding %q is not supported: want \"valid\" or \"same\"", p)
+	}
+	return false
+}
+
+// channelsLast accepts data_format channels_last (or absent/null, Keras'
+// default image_data_format).
+func channelsLast(f *fields) {
+	if d := f.str("data_format", "channels_last"); d != "channels_last" {
+		f.unsupported("data_format %q is not supported: headroom is channels_last (NHWC), as Keras' default; rebuild the model with data_format=\"channels_last\"", d)
+	}
+}
+
+// activation reads "activation": a name, or a dict form ({"class_name":
+// "function", "config": "relu"}, {"class_name": "ReLU", "config": {...}}).
+func activation(f *fields) string {
+	v, ok := f.get("activation")
+	if !ok {
+		return "linear"
+	}
+	name := ""
+	switch t := v.(type) {
+	case string:
+		name = t
+	case map[string]any:
+		if s, ok := t["config"].(string); ok {
+			name = s
+		} else if s, ok := t["class_name"].(string); ok {
+			name = strings.ToLower(s)
+		}
+	}
+	if name == "" {
+		f.fail("activation: want a name such as \"relu\", got %s", describe(v))
+		return "linear"
+	}
+	// Keras 2 serializes some functions with their module path.
+	name = strings.TrimPrefix(strings.TrimPrefix(name, "keras.activations."), "tf.keras.activations.")
+	for _, a := range nn.Activations {
+		if name == a {
+			return name
+		}
+	}
+	f.unsupported("activation %q is not supported; supported: %s", name, strings.Join(nn.Activations, ", "))
+	return "linear"
+}
+
+// initializer maps a Keras kernel initializer onto nn's. Those nn lacks
+// (orthogonal, lecun_normal, ...) return nil: nn's default glorot_uniform.
+// Initializers change the first step, not shapes or memory.
+func initializer(f *fields, key string) nn.Initializer {
+	v, ok := f.get(key)
+	if !ok {
+		return nil
+	}
+	class, conf := "", map[string]any{}
+	switch t := v.(type) {
+	case string:
+		class = t
+	case map[string]any:
+		class, _ = t["class_name"].(string)
+		if c, ok := t["config"].(map[string]any); ok {
+			conf = c
+		}
+	}
+	cf := &fields{m: conf}
+	switch snake(class) {
+	case "glorot_uniform":
+		return nn.GlorotUniform{}
+	case "he_normal":
+		return nn.HeNormal{}
+	case "zeros":
+		return nn.Constant{V: 0}
+	case "ones":
+		return nn.Constant{V: 1}
+	case "constant":
+		if x := cf.float("value", 0); cf.err == nil {
+			return nn.Constant{V: x}
+		}
+	case "random_uniform":
+		lo, hi := cf.float("minval", -0.05), cf.float("maxval", 0.05)
+		if cf.err == nil && lo <= hi {
+			return nn.Uniform{Lo: lo, Hi: hi}
+		}
+	case "variance_scaling": // what Keras 2.0-2.2 wrote for glorot_uniform and he_normal
+		scale, mode, dist := cf.float("scale", 1), cf.str("mode", "fan_in"), cf.str("distribution", "truncated_normal")
+		switch {
+		case scale == 1 && mode == "fan_avg" && dist == "uniform":
+			return nn.GlorotUniform{}
+		case scale == 2 && mode == "fan_in" && (dist == "normal" || dist == "truncated_normal"):
+			return nn.HeNormal{}
+		}
+	}
+	return nil
+}
+
+// mul returns a*b, or an error above maxElements.
+func mul(a, b int) (int, error) {
+	if a < 0 || b < 0 || (b != 0 && a > maxElements/b) {
+		return 0, fmt.Errorf("%d x %d values exceed 2^40", a, b)
+	}
+	return a * b, nil
+}
+
+func mulAll(xs ...int) (int, error) {
+	n := 1
+	for _, x := range xs {
+		var err error
+		if n, err = mul(n, x); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+func checkSize(s []int) error {
+	_, err := mulAll(s...)
+	return err
+}
+
