@@ -120,8 +120,6 @@ func raw(n *graph.Node, i int) *graph.Node { return n.Inputs()[i] }
 func one(a *graph.Node) []*graph.Node    { return []*graph.Node{a} }
 func two(a, b *graph.Node) []*graph.Node { return []*graph.Node{a, b} }
 
-
-
 // unbroadcast sums gy over the axes along which x was broadcast to gy's
 // shape, and reshapes the result to x's shape.
 func unbroadcast(gy, x *graph.Node) *graph.Node {
