@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/tensor"
 )
 
 // Options configure GradWith.
@@ -22,12 +23,17 @@ type Options struct {
 	// right there: updates interleave with the backward pass and each
 	// gradient dies at its update instead of all living until the end.
 	OnGrad func(i int, grad *graph.Node)
+	// Lower, when set, maps a forward value to a lower-precision copy of it
+	// (or nil): the backward pass then reads an up-cast of the copy instead
+	// of keeping the value (mixed precision's 16-bit saved activations).
+	Lower func(n *graph.Node) *graph.Node
 }
 
 // vjp is the state of one backward pass that rules read forward values
 // through.
 type vjp struct {
 	keep  func(*graph.Node) bool
+	lower func(*graph.Node) *graph.Node
 	remat map[*graph.Node]*graph.Node
 }
 
@@ -37,12 +43,37 @@ func (c *vjp) in(n *graph.Node, i int) *graph.Node { return c.val(n.Inputs()[i])
 // val returns x, or its recomputation when x is a forward value that is not
 // kept.
 func (c *vjp) val(x *graph.Node) *graph.Node {
-	if c.keep == nil || x.Phase() != graph.Forward || x.Op().Class() == graph.ClassLeaf || c.keep(x) {
+	if x.Phase() != graph.Forward || x.Op().Class() == graph.ClassLeaf {
 		return x
 	}
 	if r, ok := c.remat[x]; ok {
 		return r
 	}
+	if c.lower != nil {
+		if x.DType() == tensor.BFloat16 || x.DType() == tensor.Float16 {
+			return x // the 16-bit copies are what mixed precision keeps
+		}
+		if low := c.lower(x); low != nil {
+			g := x.Graph()
+			g.PushScope("upcast")
+			r := graph.Cast(c.val(low), x.DType())
+			g.PopScope()
+			c.remat[x] = r
+			return r
+		}
+		// an up-cast of a 16-bit value is recomputed, not kept
+		if x.Op() == graph.OpCast && (x.Inputs()[0].DType() == tensor.BFloat16 || x.Inputs()[0].DType() == tensor.Float16) {
+			return c.recompute(x)
+		}
+	}
+	if c.keep == nil || c.keep(x) {
+		return x
+	}
+	return c.recompute(x)
+}
+
+// recompute builds x again from values the backward pass may read.
+func (c *vjp) recompute(x *graph.Node) *graph.Node {
 	ins := make([]*graph.Node, len(x.Inputs()))
 	for i, in := range x.Inputs() {
 		ins[i] = c.val(in)
@@ -65,7 +96,7 @@ func Grad(loss *graph.Node, wrt ...*graph.Node) []*graph.Node {
 
 // GradWith is Grad with options (rematerialization).
 func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
-	c := &vjp{keep: opt.Keep, remat: map[*graph.Node]*graph.Node{}}
+	c := &vjp{keep: opt.Keep, lower: opt.Lower, remat: map[*graph.Node]*graph.Node{}}
 	g := loss.Graph()
 	if loss.Shape().Rank() != 0 || (loss.DType() != 0 && !loss.DType().IsFloat()) {
 		panic(&graph.Error{Op: loss.Op(), Owner: loss.Owner(), Msg: fmt.Sprintf("loss must be a float scalar, got %s%v", loss.DType(), loss.Shape())})

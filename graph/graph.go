@@ -41,6 +41,7 @@ type Graph struct {
 	vars    map[string]*Node
 	inputs  map[string]*Node
 	assigns []*Node
+	guard   *Node // see SetGuard
 }
 
 // New returns an empty graph.

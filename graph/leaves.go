@@ -94,9 +94,25 @@ func Assign(v, x *Node) *Node {
 			g.throw(OpAssign, "variable %q is assigned twice in one step", v.attr.Name)
 		}
 	}
+	if g.guard != nil { // keep the old value unless the guard holds
+		x = Where(g.guard, x, v)
+	}
 	n := g.add(OpAssign, v.dtype, v.shape, Attr{Name: "assign:" + v.attr.Name}, v, x)
 	g.assigns = append(g.assigns, n)
 	return n
+}
+
+// SetGuard makes every Assign built from now on conditional on the Bool
+// scalar cond (nil: unconditional): the variable keeps its value when cond
+// is false. Mixed float16 training uses it to skip a step whose gradients
+// overflowed. It returns the previous guard.
+func (g *Graph) SetGuard(cond *Node) *Node {
+	if cond != nil && (cond.dtype != tensor.Bool || cond.shape.Size() != 1) {
+		g.throw(OpWhere, "guard must be a bool scalar, got %s%v", cond.dtype, cond.shape)
+	}
+	old := g.guard
+	g.guard = cond
+	return old
 }
 
 // Recompute builds a copy of n (same op, attributes, dtype and shape) over

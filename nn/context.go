@@ -25,6 +25,12 @@ type Context struct {
 	// Outputs lists each layer's output in order (Sequential.Forward
 	// records them): the natural checkpoints for rematerialization.
 	Outputs []*graph.Node
+	// Storage, when Float16 or BFloat16, is the mixed-precision policy:
+	// each layer's output but the last is kept as a 16-bit copy that the
+	// next layer reads through an up-cast; Low maps a float32 value to its
+	// 16-bit copy, for the backward pass to read instead of the value.
+	Storage tensor.DType
+	Low     map[*graph.Node]*graph.Node
 }
 
 // NewContext returns a context for building into g.

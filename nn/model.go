@@ -25,9 +25,21 @@ func (m *Sequential) InputType() tensor.DType {
 
 // Forward builds every layer over x [batch, InputShape...].
 func (m *Sequential) Forward(c *Context, x *graph.Node) *graph.Node {
-	for _, l := range m.Layers {
+	for i, l := range m.Layers {
 		x = l.Forward(c, x)
 		c.Outputs = append(c.Outputs, x)
+		if low := c.Storage; (low == tensor.BFloat16 || low == tensor.Float16) && i < len(m.Layers)-1 && x.DType() == tensor.Float32 {
+			// mixed precision: the layer's output is stored in 16 bits; the
+			// logits (the last layer's output) stay float32 for the loss.
+			c.G.PushScope(l.Name())
+			xs := graph.Cast(x, low)
+			if c.Low == nil {
+				c.Low = map[*graph.Node]*graph.Node{}
+			}
+			c.Low[x] = xs
+			x = graph.Cast(xs, tensor.Float32)
+			c.G.PopScope()
+		}
 	}
 	return x
 }

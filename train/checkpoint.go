@@ -33,6 +33,9 @@ func (t *Trainer) SaveCheckpoint(dir string, step int64, epoch, keep int) (strin
 		checkpoint.KeyRNGState:     strconv.FormatUint(t.cfg.Seed, 10),
 		checkpoint.KeyDataPosition: "epoch-end",
 		"optimizer":                t.cfg.Optimizer.Name(),
+		"loss_scale":               strconv.FormatFloat(t.lossScale, 'g', -1, 64),
+		"loss_scale_good_steps":    strconv.Itoa(t.goodSteps),
+		"skipped_steps":            strconv.FormatInt(t.skipped, 10),
 		"batch":                    strconv.Itoa(t.cfg.Batch),
 	}
 	path, err := checkpoint.SaveStep(dir, step, entries, meta, keep)
@@ -63,6 +66,15 @@ func (t *Trainer) restore(dir string) (step int64, epoch int, err error) {
 	epoch, err = strconv.Atoi(f.Meta[checkpoint.KeyEpoch])
 	if err != nil {
 		return 0, 0, fmt.Errorf("train: resume: %s has no valid epoch in its metadata", path)
+	}
+	if v, err := strconv.ParseFloat(f.Meta["loss_scale"], 64); err == nil {
+		t.lossScale = v
+	}
+	if v, err := strconv.Atoi(f.Meta["loss_scale_good_steps"]); err == nil {
+		t.goodSteps = v
+	}
+	if v, err := strconv.ParseInt(f.Meta["skipped_steps"], 10, 64); err == nil {
+		t.skipped = v
 	}
 	for _, v := range t.engine.Variables() {
 		src, ok := f.Get(v.Name)

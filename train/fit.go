@@ -33,6 +33,10 @@ type History struct {
 	TrainSeconds  float64
 	StartEpoch    int // epochs already done when Fit began (resume)
 	StoppedEarly  bool
+	// SkippedSteps counts mixed_float16 steps skipped because a gradient
+	// overflowed; LossScale is the dynamic loss scale at the end.
+	SkippedSteps int64
+	LossScale    float64
 	// MeasuredPeak is the ledger's peak; it equals Trainer.Planned.
 	MeasuredPeak int64
 	// LedgerGrowth is live bytes at the end of the last epoch minus at the
@@ -176,6 +180,7 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 		h.SamplesPerSec = float64(timed) / time.Since(timedFrom).Seconds()
 	}
 	h.StoppedEarly = t.stop
+	h.SkippedSteps, h.LossScale = t.skipped, t.lossScale
 	h.MeasuredPeak = t.engine.Ledger().Peak()
 	return h, nil
 }
@@ -196,7 +201,34 @@ func (t *Trainer) runStep(pr *program, data *Examples, idx []int, micro, step in
 		pr.in.step.Int64s()[0] = micro
 	}
 	t.cfg.Optimizer.Feed(step, lr, set)
-	return pr.x.Run()
+	if t.cfg.lossScaling() {
+		set("opt/loss_scale", t.lossScale)
+		set("opt/inv_loss_scale", 1/t.lossScale)
+	}
+	if err := pr.x.Run(); err != nil {
+		return err
+	}
+	if pr.finite.DType() == tensor.Bool {
+		t.scaleAfter(pr.finite.Uint8s()[0] != 0)
+	}
+	return nil
+}
+
+// scaleAfter adjusts the loss scale after a step: halve it when the step
+// overflowed (the step changed nothing), double it after growthInterval
+// good steps in a row.
+func (t *Trainer) scaleAfter(finite bool) {
+	if !finite {
+		t.skipped++
+		t.lossScale = max(t.lossScale/2, 1)
+		t.goodSteps = 0
+		return
+	}
+	t.goodSteps++
+	if t.goodSteps == growthInterval {
+		t.lossScale *= 2
+		t.goodSteps = 0
+	}
 }
 
 // shuffle sets perm to the permutation of epoch ep under seed (Fisher-Yates

@@ -39,6 +39,13 @@ type Config struct {
 	KeepCheckpoints int // 0: keep 3
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
+	// Precision is "float32" (or ""), "mixed_bfloat16" or "mixed_float16":
+	// weights, optimizer state, the loss and the logits stay float32; each
+	// other layer output is kept for the backward pass as a 16-bit copy.
+	// mixed_float16 adds dynamic loss scaling (PyTorch GradScaler's
+	// defaults: scale 65536, halved and the step skipped when a gradient is
+	// not finite, doubled after 2000 good steps).
+	Precision string
 	// Remat recomputes activations in the backward pass instead of keeping
 	// them, but for every ⌈√L⌉-th layer output (gradient checkpointing).
 	Remat bool
@@ -65,7 +72,18 @@ type Trainer struct {
 
 	stop    bool    // set by StopTraining
 	lrScale float64 // set by LRScheduler
+
+	// dynamic loss scaling (mixed_float16)
+	lossScale float64
+	goodSteps int
+	skipped   int64
 }
+
+// Loss scaling constants: torch.cuda.amp.GradScaler's defaults.
+const (
+	initLossScale  = 65536
+	growthInterval = 2000
+)
 
 type program struct {
 	p     *compile.Program
@@ -74,8 +92,9 @@ type program struct {
 	mode  stepMode
 	in    struct{ x, y, step tensor.Tensor }
 	hyper map[string]tensor.Tensor
-	loss  tensor.Tensor // train: mean loss; eval: sum of per-example losses
-	out   tensor.Tensor // logits (or outputs) for accuracy and Predict
+	loss   tensor.Tensor // train: mean loss; eval: sum of per-example losses
+	out    tensor.Tensor // logits (or outputs) for accuracy and Predict
+	finite tensor.Tensor // mixed_float16: whether the step's gradients were finite
 }
 
 func (c *Config) defaults() {
@@ -119,6 +138,7 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 	return func() (*graph.Graph, compile.Options) {
 		g := graph.New()
 		ctx := nn.NewContext(g, mode != modeEval, c.Seed)
+		ctx.Storage = c.storage()
 		m := c.Model
 		x := g.Input("x", m.InputType(), append(tensor.Shape{b}, m.InputShape...))
 		out := m.Forward(ctx, x)
@@ -133,6 +153,12 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 			return g, opt
 		}
 		loss := graph.ReduceMean(per)
+		target := loss // what is differentiated: the loss, scaled under float16
+		var unscale *graph.Node
+		if c.lossScaling() {
+			target = graph.Mul(loss, g.Input("opt/loss_scale", loss.DType(), nil))
+			unscale = g.Input("opt/inv_loss_scale", loss.DType(), nil)
+		}
 		k := float64(c.accumulate())
 		// update builds what a training step does with wrt[i]'s gradient:
 		// add it to the accumulator, and/or hand it to the optimizer.
@@ -153,8 +179,8 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 			return gr
 		}
 		grads := make([]*graph.Node, len(ctx.Trainable))
-		opt := autodiff.Options{Keep: c.keep(ctx)}
-		if c.ClipNorm <= 0 {
+		opt := autodiff.Options{Keep: c.keep(ctx), Lower: func(n *graph.Node) *graph.Node { return ctx.Low[n] }}
+		if c.ClipNorm <= 0 && !c.lossScaling() {
 			// Interleave: each parameter is updated as soon as its gradient
 			// is final, so gradients never all live at once.
 			opt.OnGrad = func(i int, gr *graph.Node) {
@@ -166,9 +192,25 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 				g.SetPhase(old)
 			}
 		}
-		raw := autodiff.GradWith(loss, opt, ctx.Trainable...)
+		raw := autodiff.GradWith(target, opt, ctx.Trainable...)
 		old := g.SetPhase(graph.Update)
-		if c.ClipNorm > 0 { // clipping needs every gradient first
+		var finite *graph.Node
+		if c.ClipNorm > 0 || c.lossScaling() { // clipping and overflow checks need every gradient first
+			if unscale != nil {
+				// finite holds when no gradient is Inf or NaN: 0·g is NaN exactly there
+				var probe *graph.Node
+				for i, gr := range raw {
+					raw[i] = graph.Mul(gr, unscale)
+					z := graph.ReduceSum(graph.MulScalar(raw[i], 0))
+					if probe == nil {
+						probe = z
+					} else {
+						probe = graph.Add(probe, z)
+					}
+				}
+				finite = graph.Equal(probe, graph.ScalarLike(probe, 0))
+				g.SetGuard(finite) // a step with an overflow changes nothing
+			}
 			for i, gr := range raw {
 				grads[i] = update(i, gr)
 			}
@@ -180,9 +222,13 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		for _, u := range ctx.Updates {
 			graph.Assign(u[0], u[1])
 		}
+		g.SetGuard(nil)
 		g.SetPhase(old)
-		return g, compile.Options{Name: "train", Grads: grads, Outputs: []compile.Output{
-			{Name: "loss", Node: loss}, {Name: "out", Node: scores}}}
+		outs := []compile.Output{{Name: "loss", Node: loss}, {Name: "out", Node: scores}}
+		if finite != nil {
+			outs = append(outs, compile.Output{Name: "finite", Node: finite})
+		}
+		return g, compile.Options{Name: "train", Grads: grads, Outputs: outs}
 	}
 }
 
@@ -202,6 +248,20 @@ func (c *Config) keep(ctx *nn.Context) func(*graph.Node) bool {
 	}
 	return func(n *graph.Node) bool { return kept[n] }
 }
+
+// storage returns the dtype of saved activations under the precision
+// policy (Invalid for float32).
+func (c *Config) storage() tensor.DType {
+	switch c.Precision {
+	case "mixed_bfloat16":
+		return tensor.BFloat16
+	case "mixed_float16":
+		return tensor.Float16
+	}
+	return tensor.Invalid
+}
+
+func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" }
 
 // accumulate is the number of micro-batches per update (at least 1).
 func (c *Config) accumulate() int { return max(1, c.Accumulate) }
@@ -349,6 +409,11 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 	if cfg.Model == nil || cfg.Batch <= 0 || cfg.Epochs < 0 {
 		return nil, errors.New("train: a model, a positive batch size and epochs >= 0 are required")
 	}
+	switch cfg.Precision {
+	case "", "float32", "mixed_bfloat16", "mixed_float16":
+	default:
+		return nil, fmt.Errorf("train: unknown precision %q (float32, mixed_bfloat16, mixed_float16)", cfg.Precision)
+	}
 	if err := trainData.Validate(); err != nil {
 		return nil, err
 	}
@@ -369,7 +434,7 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 		dataBytes += mem.Align(evalData.Bytes())
 	}
 	totals[mem.Input] += dataBytes
-	t := &Trainer{cfg: cfg, progs: progs, Planned: sum(totals), PlannedTotals: totals, Plan: progs["train"].p.Plan}
+	t := &Trainer{cfg: cfg, progs: progs, Planned: sum(totals), PlannedTotals: totals, Plan: progs["train"].p.Plan, lossScale: initLossScale}
 	if cfg.Budget > 0 && t.Planned > cfg.Budget {
 		return nil, t.budgetError(trainData.N, evalN, dataBytes)
 	}
@@ -484,7 +549,14 @@ func (pr *program) bind() error {
 	if pr.loss, err = pr.x.Output("loss"); err != nil {
 		return err
 	}
-	pr.out, err = pr.x.Output("out")
+	if pr.out, err = pr.x.Output("out"); err != nil {
+		return err
+	}
+	for _, s := range pr.p.Outputs {
+		if s.Name == "finite" {
+			pr.finite, err = pr.x.Output("finite")
+		}
+	}
 	return err
 }
 

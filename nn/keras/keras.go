@@ -273,6 +273,9 @@ func decode(data []byte) (map[string]any, error) {
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("not valid JSON: it ends early, at byte %d", len(data))
+		}
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {

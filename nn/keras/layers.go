@@ -415,4 +415,3 @@ func checkSize(s []int) error {
 	_, err := mulAll(s...)
 	return err
 }
-

@@ -1,0 +1,57 @@
+package keras
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzParse: Parse never panics; an error is a *Error naming the file; a
+// model's totals add up over its layers and agree with nn's summary.
+func FuzzParse(f *testing.F) {
+	var paths []string
+	for _, pattern := range []string{filepath.Join("testdata", "*.json"), filepath.Join(sharedDir(f), "*.json")} {
+		m, _ := filepath.Glob(pattern) // the shared configs are extra seeds when present
+		paths = append(paths, m...)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		seq(input28, convValid(`, "padding": "same"`), layer("BatchNormalization", `"name": "bn", "axis": [3]`),
+			layer("MaxPooling2D", `"name": "p", "pool_size": 2`), flat28, dense10),
+		seq(layer("Embedding", `"name": "e", "input_dim": 50, "output_dim": 4, "input_length": 6`), layer("GlobalAveragePooling2D", `"name": "g"`)),
+		`{"modelTopology": {"model_config": ` + seq(input28, flat28, dense10) + `}, "weightsManifest": [{"weights": [{"name": "dense/kernel", "shape": [784, 10]}]}]}`,
+		`{"class_name": "Sequential", "config": [` + layer("Dense", `"name": "d", "units": 3, "input_dim": 4`) + `]}`,
+		"PK\x03\x04", `[]`, `{}`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Parse(data, "fuzz.json")
+		if err != nil {
+			var ke *Error
+			if !errors.As(err, &ke) || !strings.Contains(err.Error(), "fuzz.json") {
+				t.Fatalf("error %q (%T) does not name the file as a *keras.Error", err, err)
+			}
+			return
+		}
+		sum, trainable := 0, 0
+		for _, l := range m.Layers {
+			sum += l.Params
+			trainable += l.TrainableParams
+		}
+		if sum != m.Params || trainable != m.TrainableParams || m.TrainableParams > m.Params {
+			t.Fatalf("layers add up to %d (%d trainable), model says %d (%d)", sum, trainable, m.Params, m.TrainableParams)
+		}
+		if _, total, err := m.Sequential.Summary(); err != nil || total != m.Params {
+			t.Fatalf("nn summary: %d params (%v), want %d", total, err, m.Params)
+		}
+	})
+}

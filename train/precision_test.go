@@ -1,0 +1,96 @@
+package train_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/tensor"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// TestMixedPrecisionHalvesActivations: the reference CNN at batch 128 on
+// 28x28 images keeps at most 0.55x the float32 plan's activation bytes
+// under both 16-bit policies.
+func TestMixedPrecisionHalvesActivations(t *testing.T) {
+	cnn, err := nn.ModelByName("cnn", tensor.Shape{28, 28, 1}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(precision string) int64 {
+		p, _, err := train.PlanFor(train.Config{Model: cnn, Epochs: 1, Batch: 128, Precision: precision}, 1280, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Totals[mem.Activation]
+	}
+	f32 := plan("float32")
+	for _, p := range []string{"mixed_bfloat16", "mixed_float16"} {
+		low := plan(p)
+		t.Logf("%s: activations %s vs float32 %s (%.3fx)", p, mem.FormatBytes(low), mem.FormatBytes(f32), float64(low)/float64(f32))
+		if float64(low) > 0.55*float64(f32) {
+			t.Errorf("%s keeps %d B of activations, more than 0.55x float32's %d B", p, low, f32)
+		}
+	}
+}
+
+func TestMixedPrecisionTrains(t *testing.T) {
+	data := blobs(4, 1000, 8, 4)
+	for _, p := range []string{"mixed_bfloat16", "mixed_float16"} {
+		t.Run(p, func(t *testing.T) {
+			cfg := train.Config{Model: mlp(), Epochs: 5, Batch: 64, Seed: 3, Precision: p, Validation: data.Slice("val", 0, 300)}
+			tr, h := fit(t, cfg, data)
+			defer tr.Close()
+			acc := h.Epochs[len(h.Epochs)-1].ValAccuracy
+			if acc < 0.9 {
+				t.Errorf("accuracy %.3f under %s, want >= 0.9", acc, p)
+			}
+			if h.MeasuredPeak != tr.Planned {
+				t.Errorf("measured %d, planned %d", h.MeasuredPeak, tr.Planned)
+			}
+			if p == "mixed_float16" && h.SkippedSteps != 0 {
+				t.Errorf("%d steps skipped on well-scaled data", h.SkippedSteps)
+			}
+		})
+	}
+}
+
+// TestFloat16OverflowSkipsTheStep: inputs large enough that a layer output
+// overflows float16 make every gradient non-finite; the step must change no
+// weight, count as skipped, and halve the loss scale.
+func TestFloat16OverflowSkipsTheStep(t *testing.T) {
+	data := blobs(5, 64, 8, 4)
+	for i := range data.Floats {
+		data.Floats[i] *= 1e5 // dense(32) outputs far beyond float16's 65504
+	}
+	cfg := train.Config{Model: mlp(), Epochs: 1, Batch: 64, Seed: 3, Precision: "mixed_float16"}
+	tr, err := train.New(cfg, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	before := map[string][]float64{}
+	for _, v := range tr.Engine().Variables() {
+		x := v.Tensor()
+		for i := 0; i < x.Len(); i++ {
+			before[v.Name] = append(before[v.Name], x.Float64At(i))
+		}
+	}
+	h, err := tr.Fit(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.SkippedSteps != 1 || h.LossScale != 65536/2 {
+		t.Errorf("skipped %d steps with loss scale %v, want 1 and 32768", h.SkippedSteps, h.LossScale)
+	}
+	for _, v := range tr.Engine().Variables() {
+		x := v.Tensor()
+		for i := 0; i < x.Len(); i++ {
+			got := x.Float64At(i)
+			if math.IsNaN(got) || got != before[v.Name][i] {
+				t.Fatalf("%s[%d] changed from %v to %v in a skipped step", v.Name, i, before[v.Name][i], got)
+			}
+		}
+	}
+}
