@@ -86,12 +86,12 @@ const (
 )
 
 type program struct {
-	p     *compile.Program
-	x     *runtime.Executable
-	batch int // examples per run (a micro-batch when accumulating)
-	mode  stepMode
-	in    struct{ x, y, step tensor.Tensor }
-	hyper map[string]tensor.Tensor
+	p      *compile.Program
+	x      *runtime.Executable
+	batch  int // examples per run (a micro-batch when accumulating)
+	mode   stepMode
+	in     struct{ x, y, step tensor.Tensor }
+	hyper  map[string]tensor.Tensor
 	loss   tensor.Tensor // train: mean loss; eval: sum of per-example losses
 	out    tensor.Tensor // logits (or outputs) for accuracy and Predict
 	finite tensor.Tensor // mixed_float16: whether the step's gradients were finite
