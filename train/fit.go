@@ -99,38 +99,40 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 		var lossSum float64
 		var correct, seen, batches int
 		var lr float64
-		full := tr.batch * k // examples per update
+		mb := tr.batch // examples per run
+		full := mb * k // examples per update
 		for i := 0; i < data.N; i += full {
 			step++
 			lr = cfg.Schedule.LR(step) * t.lrScale
+			n := min(full, data.N-i)
 			var loss float64
-			n := 0
-			if data.N-i < full { // the last partial batch: one plain step
-				pr := t.progs["train_tail"]
-				if err := t.runStep(pr, data, perm[i:i+pr.batch], step, step, lr, setters[pr]); err != nil {
+			// micro-batches of mb and a smaller last one; all but the last
+			// accumulate, the last applies the update
+			for at, m := i, 0; at < i+n; m++ {
+				size := min(mb, i+n-at)
+				pr := t.progs["train"]
+				switch {
+				case at+size < i+n:
+					pr = t.progs["train_accumulate"]
+				case size != mb || (k == 1 && n != full):
+					pr = t.progs["train_tail"]
+				}
+				if pr.batch != size {
+					return h, fmt.Errorf("train: internal: no step program for %d examples", size)
+				}
+				micro := (step-1)*int64(k) + int64(m) + 1 // drives dropout masks
+				set := setters[pr]
+				if w, ok := pr.hyper["opt/micro_weight"]; ok {
+					w.SetFloat64At(0, float64(size)/float64(n))
+				}
+				if err := t.runStep(pr, data, perm[at:at+size], micro, step, lr, set); err != nil {
 					return h, fmt.Errorf("train: epoch %d, step %d: %w", ep+1, step, err)
 				}
-				loss, n = pr.loss.Float64At(0), pr.batch
+				loss += pr.loss.Float64At(0) * float64(size) / float64(n)
 				if c, ok := accuracy(pr.out, pr.in.y); ok {
-					correct, seen = correct+c, seen+pr.batch
+					correct, seen = correct+c, seen+size
 				}
-			} else {
-				for m := 0; m < k; m++ { // micro-batches: accumulate, then apply on the last
-					pr := tr
-					if m < k-1 {
-						pr = t.progs["train_accumulate"]
-					}
-					at := i + m*tr.batch
-					micro := (step-1)*int64(k) + int64(m) + 1 // drives dropout masks
-					if err := t.runStep(pr, data, perm[at:at+tr.batch], micro, step, lr, setters[pr]); err != nil {
-						return h, fmt.Errorf("train: epoch %d, step %d: %w", ep+1, step, err)
-					}
-					loss += pr.loss.Float64At(0) / float64(k)
-					if c, ok := accuracy(pr.out, pr.in.y); ok {
-						correct, seen = correct+c, seen+tr.batch
-					}
-				}
-				n = full
+				at += size
 			}
 			if math.IsNaN(h.FirstLoss) {
 				h.FirstLoss = loss

@@ -115,12 +115,12 @@ func (c *Config) defaults() {
 	}
 }
 
-// evalBatch is the evaluation batch size: EvalBatch, or Batch.
+// evalBatch is the evaluation batch size: EvalBatch, or the (micro-)batch.
 func (c *Config) evalBatch() int {
 	if c.EvalBatch > 0 {
 		return c.EvalBatch
 	}
-	return c.Batch
+	return max(1, c.Batch/c.accumulate())
 }
 
 // stepMode says what a compiled step does.
@@ -159,24 +159,28 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 			target = graph.Mul(loss, g.Input("opt/loss_scale", loss.DType(), nil))
 			unscale = g.Input("opt/inv_loss_scale", loss.DType(), nil)
 		}
-		k := float64(c.accumulate())
 		// update builds what a training step does with wrt[i]'s gradient:
-		// add it to the accumulator, and/or hand it to the optimizer.
+		// add it, weighted by this micro-batch's share of the batch
+		// (opt/micro_weight), to the accumulator, and/or hand it to the
+		// optimizer. The weighted sum is the gradient of the batch's mean loss.
+		var weight *graph.Node
+		if mode == modeAccumulate || mode == modeApply {
+			weight = g.Input("opt/micro_weight", loss.DType(), nil)
+		}
 		update := func(i int, gr *graph.Node) *graph.Node {
 			p := ctx.Trainable[i]
-			if mode == modeAccumulate || mode == modeApply {
-				// Accumulators are persistent gradients (grad category): the
-				// sum of the micro-batches' gradients of their mean losses.
-				acc := g.Variable(p.Attr().Name+"/accum", graph.RoleGrad, p.DType(), p.Shape())
-				sum := graph.Add(acc, gr)
-				if mode == modeAccumulate {
-					graph.Assign(acc, sum)
-					return gr
-				}
-				gr = graph.MulScalar(sum, 1/k)
-				graph.Assign(acc, graph.BroadcastTo(graph.ScalarLike(p, 0), p.Shape()...))
+			if weight == nil {
+				return gr
 			}
-			return gr
+			// Accumulators are persistent gradients (grad category).
+			acc := g.Variable(p.Attr().Name+"/accum", graph.RoleGrad, p.DType(), p.Shape())
+			sum := graph.Add(acc, graph.Mul(gr, weight))
+			if mode == modeAccumulate {
+				graph.Assign(acc, sum)
+				return gr
+			}
+			graph.Assign(acc, graph.BroadcastTo(graph.ScalarLike(p, 0), p.Shape()...))
+			return sum
 		}
 		grads := make([]*graph.Node, len(ctx.Trainable))
 		opt := autodiff.Options{Keep: c.keep(ctx), Lower: func(n *graph.Node) *graph.Node { return ctx.Low[n] }}
@@ -286,19 +290,27 @@ func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
 		if bt%k != 0 {
 			return nil, fmt.Errorf("train: batch %d does not split into %d equal micro-batches", bt, k)
 		}
-		if err := add("train_accumulate", bt/k, modeAccumulate); err != nil {
+		mb := bt / k
+		if err := add("train_accumulate", mb, modeAccumulate); err != nil {
 			return nil, err
 		}
-		if err := add("train", bt/k, modeApply); err != nil {
+		if err := add("train", mb, modeApply); err != nil {
 			return nil, err
 		}
-	} else if err := add("train", bt, modeTrain); err != nil {
-		return nil, err
-	}
-	if r := trainN % bt; r != 0 {
-		// the last partial batch is one plain step, without accumulation
-		if err := add("train_tail", r, modeTrain); err != nil {
+		// the last partial batch: micro-batches of mb and a smaller last one
+		if r := trainN % bt % mb; r != 0 {
+			if err := add("train_tail", r, modeApply); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		if err := add("train", bt, modeTrain); err != nil {
 			return nil, err
+		}
+		if r := trainN % bt; r != 0 {
+			if err := add("train_tail", r, modeTrain); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if evalN > 0 {
