@@ -22,6 +22,9 @@ type options struct {
 	seed                               uint64
 	budget                             string
 	budgetBytes                        int64
+	precision                          string
+	accumulate                         int
+	remat                              bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -35,6 +38,9 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.optimizer, "optimizer", "adam", "optimizer: adam, adamw, sgd, momentum, nesterov")
 	fs.Uint64Var(&o.seed, "seed", 42, "random seed (weights, shuffling, dropout)")
 	fs.StringVar(&o.budget, "budget", "", "memory budget, e.g. 512MiB: the run fails before step 1 if it cannot fit")
+	fs.StringVar(&o.precision, "precision", "float32", "float32, mixed_bfloat16 or mixed_float16 (16-bit saved activations; float16 with dynamic loss scaling)")
+	fs.IntVar(&o.accumulate, "accumulate", 1, "split each batch into this many micro-batches and accumulate their gradients")
+	fs.BoolVar(&o.remat, "remat", false, "recompute activations in the backward pass, keeping every √L-th layer output")
 }
 
 func (o *options) finish() error {
@@ -50,8 +56,11 @@ func (o *options) finish() error {
 			o.batch = 32
 		}
 	}
-	if o.batch < 0 || o.epochs < 0 || o.threads <= 0 {
-		return fmt.Errorf("--batch, --epochs and --threads must be positive")
+	if o.batch < 0 || o.epochs < 0 || o.threads <= 0 || o.accumulate <= 0 {
+		return fmt.Errorf("--batch, --epochs, --threads and --accumulate must be positive")
+	}
+	if o.batch%o.accumulate != 0 {
+		return fmt.Errorf("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}
 	if o.budget != "" {
 		b, err := mem.ParseBytes(o.budget)
@@ -94,7 +103,7 @@ func (o *options) config(trainSet, testSet *train.Examples) (train.Config, error
 		return train.Config{}, err
 	}
 	return train.Config{Model: m, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
-		Seed: o.seed, Budget: o.budgetBytes, Validation: testSet}, nil
+		Seed: o.seed, Budget: o.budgetBytes, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat}, nil
 }
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {

@@ -70,10 +70,28 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(out, "warning: the ledger grew by %d B after the first epoch; largest growth: %s (%s) +%d B\n",
 			h.LedgerGrowth, h.Growth[0].Owner, h.Growth[0].Category, h.Growth[0].Bytes)
 	}
-	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f\n",
+	saved, err := rematSaved(cfg, trainSet, testSet, t)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d\n",
 		o.model, o.dataset, o.threads, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
-		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB())
+		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), o.precision, o.batch/o.accumulate, o.accumulate, saved, h.SkippedSteps)
 	return nil
+}
+
+// rematSaved returns the activation bytes rematerialization saves: the
+// plan's activations without remat minus with it (0 without --remat).
+func rematSaved(cfg train.Config, trainSet, testSet *train.Examples, t *train.Trainer) (int64, error) {
+	if !cfg.Remat {
+		return 0, nil
+	}
+	cfg.Remat = false
+	plain, _, err := train.PlanFor(cfg, trainSet.N, testSet.N)
+	if err != nil {
+		return 0, err
+	}
+	return plain.Totals[mem.Activation] - t.Plan.Totals[mem.Activation], nil
 }
 
 // printPlan prints the memory plan summary before the first step.
