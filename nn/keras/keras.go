@@ -177,7 +177,10 @@ func (p *parser) parse(data []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	trainable := mf.boolean("trainable", true) && mf.err == nil
+	trainable := mf.boolean("trainable", true)
+	if mf.err != nil {
+		return nil, fmt.Errorf("config.%w", mf.err)
+	}
 	m := &Model{Name: name, Loss: lossOf(src.training)}
 	seq := &nn.Sequential{Name: name, InputShape: tensor.Shape(input)}
 	cur := input

@@ -219,6 +219,8 @@ func TestErrors(t *testing.T) {
 		{"graph model", `{"format": "graph-model", "modelTopology": {}}`, -1, true, "graph model"},
 		{"hdf5", "\x89HDF\r\n\x1a\n\x00\x00", -1, true, "HDF5"},
 		{"zip without config", "PK\x03\x04garbage", -1, false, "zip archive"},
+		{"model trainable not a bool", `{"class_name": "Sequential", "config": {"trainable": "yes", "layers": [` + input28 + `,` + flat28 + `]}}`, -1, false, "config.trainable: want true or false"},
+		{"layer trainable not a bool", seq(input28, layer("Flatten", `"name": "f", "trainable": 1`)), 1, false, "trainable: want true or false"},
 		{"layers not a list", `{"class_name": "Sequential", "config": {"layers": 3}}`, -1, false, "config.layers"},
 		{"no layers", seq(), -1, false, "no layers"},
 		{"input only", seq(input28), -1, false, "no layers besides its input"},
