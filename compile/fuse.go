@@ -95,7 +95,8 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 	}
 	// A group reads its leaves when its root runs. A variable may be
 	// overwritten from the moment its Assign's value is computed, so a node
-	// that reads a variable may not join a root that runs after that.
+	// that reads a variable may not join a root that runs after that; the
+	// value itself may (it reads element i before it writes it).
 	written := map[int]int{} // variable id -> id of its assigned value
 	for val, asg := range assignOf {
 		written[asg.Inputs()[0].ID()] = val
@@ -108,7 +109,7 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 			return false
 		}
 		for _, in := range u.Inputs() {
-			if w, ok := written[viewOf(in).ID()]; ok && w <= root.ID() {
+			if w, ok := written[viewOf(in).ID()]; ok && w < root.ID() {
 				return false
 			}
 		}

@@ -33,6 +33,9 @@ type History struct {
 	TrainSeconds  float64
 	StartEpoch    int // epochs already done when Fit began (resume)
 	StoppedEarly  bool
+	// Events are what the trainer did on its own (re-planning after a
+	// reservation failed).
+	Events []Event
 	// SkippedSteps counts mixed_float16 steps skipped because a gradient
 	// overflowed; LossScale is the dynamic loss scale at the end.
 	SkippedSteps int64
@@ -80,9 +83,14 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 		}
 	}
 	setters := map[*program]func(string, float64){}
-	for _, pr := range t.progs {
-		setters[pr] = set(pr)
+	refresh := func() {
+		tr, k = t.progs["train"], cfg.accumulate()
+		clear(setters)
+		for _, pr := range t.progs {
+			setters[pr] = set(pr)
+		}
 	}
+	refresh()
 	start := time.Now()
 	var timedFrom time.Time
 	var timed int64
@@ -99,9 +107,17 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 		var lossSum float64
 		var correct, seen, batches int
 		var lr float64
-		mb := tr.batch // examples per run
-		full := mb * k // examples per update
-		for i := 0; i < data.N; i += full {
+		for i := 0; i < data.N; i += cfg.Batch {
+			if t.replan {
+				events, err := t.Replan(step + 1)
+				h.Events = append(h.Events, events...)
+				if err != nil {
+					return h, err
+				}
+				refresh()
+			}
+			mb := tr.batch // examples per run
+			full := mb * k // examples per update (cfg.Batch, or all that is left)
 			step++
 			lr = cfg.Schedule.LR(step) * t.lrScale
 			n := min(full, data.N-i)
@@ -148,7 +164,7 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 			}
 			for _, c := range callbacks {
 				if b, ok := c.(BatchEnder); ok {
-					b.OnBatchEnd(ep+1, batches, (data.N+full-1)/full, loss)
+					b.OnBatchEnd(ep+1, batches, (data.N+cfg.Batch-1)/cfg.Batch, loss)
 				}
 			}
 		}

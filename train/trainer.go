@@ -73,6 +73,9 @@ type Trainer struct {
 	stop    bool    // set by StopTraining
 	lrScale float64 // set by LRScheduler
 
+	trainN, evalN int  // the data sizes the programs were compiled for
+	replan        bool // SetBudget asked for a new reservation
+
 	// dynamic loss scaling (mixed_float16)
 	lossScale float64
 	goodSteps int
@@ -466,13 +469,9 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 		}
 		t.data = append(t.data, d)
 	}
-	if t.arena, err = t.engine.ReserveArena("arena", share); err != nil {
+	t.trainN, t.evalN = trainData.N, evalN
+	if err := t.reserve(progs, share); err != nil {
 		return nil, err
-	}
-	for _, key := range sortedKeys(progs) {
-		if err := t.attach(progs[key]); err != nil {
-			return nil, err
-		}
 	}
 	if err := t.initWeights(); err != nil {
 		return nil, err
@@ -507,6 +506,100 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// reserve reserves the shared arena and loads every program into it. On
+// failure it releases what it took.
+func (t *Trainer) reserve(progs map[string]*program, share [mem.NumCategories]int64) error {
+	arena, err := t.engine.ReserveArena("arena", share)
+	if err != nil {
+		return err
+	}
+	t.arena, t.progs = arena, progs
+	for _, key := range sortedKeys(progs) {
+		if err := t.attach(progs[key]); err != nil {
+			t.release()
+			return err
+		}
+	}
+	return nil
+}
+
+// release frees the programs and the arena, keeping the variables.
+func (t *Trainer) release() {
+	for _, pr := range t.progs {
+		if pr.x != nil {
+			pr.x.Close()
+			pr.x = nil
+		}
+	}
+	if t.arena != nil {
+		t.arena.Release()
+		t.arena = nil
+	}
+}
+
+// SetBudget changes the run's memory budget (the ledger's limit). If the
+// run's reservation does not fit under it, the next step first re-plans:
+// see Replan.
+func (t *Trainer) SetBudget(b int64) {
+	t.cfg.Budget = b
+	t.engine.Ledger().SetBudget(b)
+	t.replan = true
+}
+
+// Event is something the trainer did on its own during Fit.
+type Event struct {
+	Step       int64
+	Message    string
+	PeakBefore int64 // planned bytes before and after
+	PeakAfter  int64
+	Accumulate int
+	MicroBatch int
+	Err        error // the reservation failure that caused it
+}
+
+func (e Event) String() string {
+	return fmt.Sprintf("step %d: %s (planned %s -> %s)", e.Step, e.Message, mem.FormatBytes(e.PeakBefore), mem.FormatBytes(e.PeakAfter))
+}
+
+// Replan re-reserves the run's memory under the current budget. When the
+// reservation fails with *mem.OOMError it re-plans the step as twice as
+// many micro-batches (the effective batch and the update stay the same)
+// and tries again, until it fits or micro-batches of one example do not.
+// Variables (weights, optimizer state) are kept throughout, so the step
+// about to run is neither lost nor applied twice.
+func (t *Trainer) Replan(step int64) ([]Event, error) {
+	t.replan = false
+	var events []Event
+	t.release()
+	for {
+		progs, err := t.cfg.compileAll(t.trainN, t.evalN)
+		if err != nil {
+			return events, err
+		}
+		totals, share := planned(progs)
+		for _, d := range t.data {
+			totals[mem.Input] += mem.Align(d.Bytes())
+		}
+		if len(events) > 0 {
+			events[len(events)-1].PeakAfter = sum(totals)
+		}
+		err = t.reserve(progs, share)
+		if err == nil {
+			t.Planned, t.PlannedTotals, t.Plan = sum(totals), totals, progs["train"].p.Plan
+			return events, nil
+		}
+		var oom *mem.OOMError
+		k := t.cfg.accumulate()
+		if !errors.As(err, &oom) || t.cfg.Batch%(2*k) != 0 {
+			return events, fmt.Errorf("train: step %d: re-planning under a budget of %s: %w", step, mem.FormatBytes(t.cfg.Budget), err)
+		}
+		t.cfg.Accumulate = 2 * k
+		events = append(events, Event{Step: step, Err: err, PeakBefore: sum(totals), Accumulate: 2 * k, MicroBatch: t.cfg.Batch / (2 * k),
+			Message: fmt.Sprintf("reserving %s failed under a budget of %s; retrying the step as %d micro-batches of %d",
+				mem.FormatBytes(sum(totals)), mem.FormatBytes(t.cfg.Budget), 2*k, t.cfg.Batch/(2*k))})
+	}
 }
 
 // attach loads a compiled program into the shared arena and binds its
@@ -601,14 +694,7 @@ func (t *Trainer) Close() {
 	if t.engine == nil {
 		return
 	}
-	for _, pr := range t.progs {
-		if pr.x != nil {
-			pr.x.Close()
-		}
-	}
-	if t.arena != nil {
-		t.arena.Release()
-	}
+	t.release()
 	for _, d := range t.data {
 		t.engine.Ledger().Release(mem.Input, "data:"+d.Name, mem.Align(d.Bytes()))
 	}

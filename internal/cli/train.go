@@ -66,6 +66,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if n := len(h.Epochs); n > 0 {
 		acc = h.Epochs[n-1].ValAccuracy
 	}
+	for _, e := range h.Events {
+		fmt.Fprintf(out, "headroom: %v\n", e)
+	}
 	if len(h.Growth) > 0 {
 		fmt.Fprintf(out, "warning: the ledger grew by %d B after the first epoch; largest growth: %s (%s) +%d B\n",
 			h.LedgerGrowth, h.Growth[0].Owner, h.Growth[0].Category, h.Growth[0].Bytes)
