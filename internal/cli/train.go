@@ -20,6 +20,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
 	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
 	quiet := fs.Bool("quiet", false, "print only the RESULT line")
+	fitBudget := fs.Bool("fit-to-budget", false, "choose micro-batches, recomputation (and, with --allow-precision, 16-bit activations) so the run fits --budget, keeping the effective batch")
+	allowPrecision := fs.Bool("allow-precision", false, "let --fit-to-budget choose mixed_bfloat16")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,6 +49,19 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	out := stdout
 	if *quiet {
 		out = io.Discard
+	}
+	if *fitBudget {
+		if o.budgetBytes <= 0 {
+			return fmt.Errorf("--fit-to-budget needs --budget")
+		}
+		chosen, cands, err := train.FitToBudget(cfg, trainSet, o.budgetBytes, *allowPrecision)
+		if len(cands) > 0 {
+			fmt.Fprint(out, train.Describe(cands))
+		}
+		if err != nil {
+			return err
+		}
+		cfg = chosen
 	}
 	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs}
 	cfg.Callbacks = append(cfg.Callbacks, p)
@@ -79,8 +94,15 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d\n",
 		o.model, o.dataset, o.threads, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
-		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), o.precision, o.batch/o.accumulate, o.accumulate, saved, h.SkippedSteps)
+		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate), max(1, cfg.Accumulate), saved, h.SkippedSteps)
 	return nil
+}
+
+func precisionName(p string) string {
+	if p == "" {
+		return "float32"
+	}
+	return p
 }
 
 // rematSaved returns the activation bytes rematerialization saves: the
