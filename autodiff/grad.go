@@ -80,7 +80,9 @@ func (c *vjp) recompute(x *graph.Node) *graph.Node {
 	}
 	g := x.Graph()
 	g.PushScope("remat")
+	site := g.SetSite(x.Site())
 	r := graph.Recompute(x, ins...)
+	g.SetSite(site)
 	g.PopScope()
 	c.remat[x] = r
 	return r
@@ -203,7 +205,9 @@ func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool
 		panic(&graph.Error{Op: node.Op(), Owner: node.Owner(), Site: node.Site(), Msg: "has no gradient rule"})
 	}
 	g.PushScope("grad/" + node.Owner())
+	site := g.SetSite(node.Site())
 	gxs := r(c, node, gy)
+	g.SetSite(site)
 	g.PopScope()
 	for i, in := range node.Inputs() {
 		if i >= len(gxs) || gxs[i] == nil || !fromW[in.ID()] {

@@ -162,7 +162,7 @@ func LowerBound(sizes []int64, start, end []int, ninstr int) (int64, int) {
 func (p *Plan) Top(n int) []mem.Entry {
 	out := make([]mem.Entry, 0, len(p.Buffers))
 	for _, b := range p.Buffers {
-		out = append(out, mem.Entry{Owner: b.Owner, Category: b.Category, Bytes: b.Bytes, Count: 1})
+		out = append(out, mem.Entry{Owner: b.Owner, Category: b.Category, Bytes: b.Bytes, Count: 1, Site: b.Site})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
 	if len(out) > n {

@@ -41,7 +41,8 @@ type Graph struct {
 	vars    map[string]*Node
 	inputs  map[string]*Node
 	assigns []*Node
-	guard   *Node // see SetGuard
+	guard   *Node  // see SetGuard
+	site    string // see SetSite
 }
 
 // New returns an empty graph.
@@ -176,6 +177,11 @@ func (g *Graph) Scope() string { return strings.Join(g.scope, "/") }
 // the previous one.
 func (g *Graph) SetPhase(p Phase) Phase { old := g.phase; g.phase = p; return old }
 
+// SetSite makes nodes built from now on record site instead of their
+// caller's file:line ("" restores that), and returns the previous setting:
+// autodiff gives a gradient op the site of the op it differentiates.
+func (g *Graph) SetSite(site string) string { old := g.site; g.site = site; return old }
+
 // CurrentPhase returns the phase nodes are built in now.
 func (g *Graph) CurrentPhase() Phase { return g.phase }
 
@@ -193,7 +199,10 @@ func (g *Graph) add(op Op, dtype tensor.DType, shape tensor.Shape, attr Attr, in
 		owner = s + "/" + owner
 	}
 	n := &Node{g: g, id: len(g.nodes), op: op, inputs: inputs, shape: shape.Clone(), dtype: dtype,
-		attr: attr, owner: owner, phase: g.phase, site: callSite()}
+		attr: attr, owner: owner, phase: g.phase, site: g.site}
+	if n.site == "" {
+		n.site = callSite()
+	}
 	if n.shape == nil {
 		n.shape = tensor.Shape{}
 	}
@@ -221,7 +230,9 @@ func callSite() string {
 const modulePath = "github.com/headroom-ml/headroom/"
 
 func isBuilderFrame(fn string) bool {
-	for _, p := range []string{"graph.", "autodiff.", "nn.", "optim."} {
+	// the framework's machinery: a site names the code that built the op,
+	// a layer's Forward (nn's or the user's) or the user's own graph code
+	for _, p := range []string{"graph.", "autodiff.", "optim.", "train.", "compile."} {
 		if strings.HasPrefix(fn, modulePath+p) {
 			return true
 		}

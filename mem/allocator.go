@@ -152,6 +152,7 @@ func (a *Allocator) alloc(size int64, cat Category, owner string, zero bool) (*B
 		}
 		return nil, err
 	}
+	a.ledger.SetSite(cat, owner, callerSite())
 	b := &Buffer{a: a, size: n, cat: cat, owner: owner, live: true}
 	if n == 0 {
 		return b, nil

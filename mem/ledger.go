@@ -40,6 +40,7 @@ type ownerKey struct {
 type ownerEntry struct {
 	live, peak int64
 	count      int
+	site       string
 }
 
 // Entry is one owner's live bytes in one category.
@@ -47,7 +48,8 @@ type Entry struct {
 	Owner    string
 	Category Category
 	Bytes    int64
-	Count    int // live charges
+	Count    int    // live charges
+	Site     string // file:line of the code that made the charge, when known
 }
 
 // NewLedger returns a root ledger named name (for reports, e.g. "cpu") with
@@ -166,6 +168,19 @@ func (l *Ledger) addLocked(cat Category, owner string, bytes int64) {
 	}
 }
 
+// SetSite records file:line as where (cat, owner)'s memory is charged
+// from, for reports; the first site recorded for an owner is kept.
+func (l *Ledger) SetSite(cat Category, owner, site string) {
+	l.mu.Lock()
+	if e := l.owners[ownerKey{cat, owner}]; e != nil && e.site == "" {
+		e.site = site
+	}
+	l.mu.Unlock()
+	if l.parent != nil {
+		l.parent.SetSite(cat, owner, site)
+	}
+}
+
 // Release returns bytes charged earlier to (cat, owner). Releasing more than
 // was charged is a programmer error and panics.
 func (l *Ledger) Release(cat Category, owner string, bytes int64) {
@@ -243,7 +258,7 @@ func (l *Ledger) topLocked(n int) []Entry {
 	var out []Entry
 	for k, e := range l.owners {
 		if e.live > 0 {
-			out = append(out, Entry{Owner: k.owner, Category: k.cat, Bytes: e.live, Count: e.count})
+			out = append(out, Entry{Owner: k.owner, Category: k.cat, Bytes: e.live, Count: e.count, Site: e.site})
 		}
 	}
 	sortEntries(out)
@@ -289,7 +304,7 @@ func (s Snapshot) Growth(prev Snapshot) []Entry {
 	var out []Entry
 	for _, e := range s.Owners {
 		if d := e.Bytes - before[ownerKey{e.Category, e.Owner}]; d > 0 {
-			out = append(out, Entry{Owner: e.Owner, Category: e.Category, Bytes: d, Count: e.Count})
+			out = append(out, Entry{Owner: e.Owner, Category: e.Category, Bytes: d, Count: e.Count, Site: e.Site})
 		}
 	}
 	sortEntries(out)

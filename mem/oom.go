@@ -48,6 +48,9 @@ func (e *OOMError) Error() string {
 		b.WriteString("\n  largest live buffers:")
 		for _, t := range e.Top {
 			fmt.Fprintf(&b, "\n    %10s  %-10s %s", FormatBytes(t.Bytes), t.Category, t.Owner)
+			if t.Site != "" {
+				fmt.Fprintf(&b, " (%s)", t.Site)
+			}
 		}
 	}
 	for _, r := range e.Remedies {
