@@ -2,9 +2,9 @@ package graph
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 
+	"github.com/headroom-ml/headroom/internal/site"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -210,51 +210,13 @@ func (g *Graph) add(op Op, dtype tensor.DType, shape tensor.Shape, attr Attr, in
 	return n
 }
 
-// callSite returns file:line of the first caller outside headroom's graph
-// building packages, so plans can point at the user's model code.
+// callSite returns file:line of the code that built a node: the first
+// caller outside headroom's graph machinery, so plans point at a layer's
+// Forward (nn's or the user's) or the user's own graph code.
 func callSite() string {
-	var pcs [24]uintptr
-	n := runtime.Callers(3, pcs[:])
-	frames := runtime.CallersFrames(pcs[:n])
-	for {
-		f, more := frames.Next()
-		if !isBuilderFrame(f.Function) {
-			return fmt.Sprintf("%s:%d", trimPath(f.File), f.Line)
-		}
-		if !more {
-			return ""
-		}
-	}
-}
-
-const modulePath = "github.com/headroom-ml/headroom/"
-
-func isBuilderFrame(fn string) bool {
-	// the framework's machinery: a site names the code that built the op,
-	// a layer's Forward (nn's or the user's) or the user's own graph code
-	for _, p := range []string{"graph.", "autodiff.", "optim.", "train.", "compile."} {
-		if strings.HasPrefix(fn, modulePath+p) {
-			return true
-		}
-	}
-	return false
-}
-
-// moduleRoot is the directory that holds this module's source, found from
-// this file's own path, so sites print relative to it ("nn/dense.go:40").
-var moduleRoot = func() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return ""
-	}
-	return strings.TrimSuffix(file, "graph/graph.go")
-}()
-
-func trimPath(file string) string {
-	if moduleRoot != "" && strings.HasPrefix(file, moduleRoot) {
-		return file[len(moduleRoot):]
-	}
-	return file
+	return site.Caller(2, func(fn string) bool {
+		return site.InPackages(fn, "graph", "autodiff", "optim", "train", "compile")
+	})
 }
 
 // Error is a mistake found while building a graph: a shape or dtype

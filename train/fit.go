@@ -33,6 +33,8 @@ type History struct {
 	TrainSeconds  float64
 	StartEpoch    int // epochs already done when Fit began (resume)
 	StoppedEarly  bool
+	// Leaks is what the watchdog found growing after the first epoch.
+	Leaks []Leak
 	// Events are what the trainer did on its own (re-planning after a
 	// reservation failed).
 	Events []Event
@@ -94,7 +96,12 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 	start := time.Now()
 	var timedFrom time.Time
 	var timed int64
+	var paused time.Duration // epoch ends after timing began
 	var first mem.Snapshot
+	var dog *watchdog
+	if !cfg.NoWatchdog {
+		dog = newWatchdog()
+	}
 	t.lrScale = 1
 	for ep := h.StartEpoch; ep < cfg.Epochs && !t.stop; ep++ {
 		for _, c := range callbacks {
@@ -168,6 +175,7 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 				}
 			}
 		}
+		pause := time.Now() // epoch-end work is not training time
 		log := EpochLog{Epoch: ep + 1, Loss: lossSum / float64(batches), Accuracy: ratio(correct, seen),
 			ValLoss: math.NaN(), ValAccuracy: math.NaN(), LR: lr, Steps: step}
 		if cfg.Validation != nil {
@@ -185,6 +193,13 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 			h.LedgerGrowth = snap.Live - first.Live
 			h.Growth = snap.Growth(first)
 		}
+		if dog != nil {
+			leaks := dog.epochEnd(ep+1, t.engine.Ledger())
+			h.Leaks = append(h.Leaks, leaks...)
+			if len(leaks) > 0 && cfg.StrictMemory {
+				return h, &LeakError{Leaks: leaks}
+			}
+		}
 		h.Epochs = append(h.Epochs, log)
 		h.Steps = step
 		for _, c := range callbacks {
@@ -192,10 +207,13 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 				return h, err
 			}
 		}
+		if !timedFrom.IsZero() {
+			paused += time.Since(pause)
+		}
 	}
 	h.TrainSeconds = time.Since(start).Seconds()
 	if timed > 0 {
-		h.SamplesPerSec = float64(timed) / time.Since(timedFrom).Seconds()
+		h.SamplesPerSec = float64(timed) / (time.Since(timedFrom) - paused).Seconds()
 	}
 	h.StoppedEarly = t.stop
 	h.SkippedSteps, h.LossScale = t.skipped, t.lossScale

@@ -39,6 +39,11 @@ type Config struct {
 	KeepCheckpoints int // 0: keep 3
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
+	// StrictMemory makes memory growth after the first epoch an error
+	// (*LeakError) instead of a warning in History.Leaks; NoWatchdog turns
+	// the check off (it forces two garbage collections per epoch).
+	StrictMemory bool
+	NoWatchdog   bool
 	// Precision is "float32" (or ""), "mixed_bfloat16" or "mixed_float16":
 	// weights, optimizer state, the loss and the logits stay float32; each
 	// other layer output is kept for the backward pass as a 16-bit copy.
