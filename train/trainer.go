@@ -278,8 +278,12 @@ func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" }
 // accumulate is the number of micro-batches per update (at least 1).
 func (c *Config) accumulate() int { return max(1, c.Accumulate) }
 
-// compileAll compiles the programs for the given data sizes.
+// compileAll compiles the programs for the given data sizes; trainN <= 0
+// plans one batch without data.
 func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
+	if trainN <= 0 {
+		trainN = c.Batch
+	}
 	progs := map[string]*program{}
 	add := func(key string, b int, mode stepMode) error {
 		if b <= 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
@@ -25,6 +26,7 @@ type options struct {
 	precision                          string
 	accumulate                         int
 	remat                              bool
+	keras, profileDir                  string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -41,6 +43,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.precision, "precision", "float32", "float32, mixed_bfloat16 or mixed_float16 (16-bit saved activations; float16 with dynamic loss scaling)")
 	fs.IntVar(&o.accumulate, "accumulate", 1, "split each batch into this many micro-batches and accumulate their gradients")
 	fs.BoolVar(&o.remat, "remat", false, "recompute activations in the backward pass, keeping every √L-th layer output")
+	fs.StringVar(&o.keras, "keras", "", "a Keras Sequential model config (model.to_json(), or a TensorFlow.js model.json) to use instead of --model")
+	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
 }
 
 func (o *options) finish() error {
@@ -94,16 +98,49 @@ func (o *options) load() (trainSet, testSet *train.Examples, err error) {
 
 // config builds the model and the training configuration for the data.
 func (o *options) config(trainSet, testSet *train.Examples) (train.Config, error) {
-	m, err := nn.ModelByName(o.model, trainSet.Shape, trainSet.Classes)
-	if err != nil {
+	var m *nn.Sequential
+	var err error
+	var loss nn.Loss
+	if o.keras != "" {
+		if m, loss, err = o.kerasModel(trainSet); err != nil {
+			return train.Config{}, err
+		}
+	} else if m, err = nn.ModelByName(o.model, trainSet.Shape, trainSet.Classes); err != nil {
 		return train.Config{}, err
 	}
 	opt, err := optim.ByName(o.optimizer)
 	if err != nil {
 		return train.Config{}, err
 	}
-	return train.Config{Model: m, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
+	return train.Config{Model: m, Loss: loss, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
 		Seed: o.seed, Budget: o.budgetBytes, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat}, nil
+}
+
+// kerasModel reads --keras and checks it against the data: the input must
+// hold one example (reshaped as the model expects) and the last layer must
+// have one output per class. Keras' categorical_crossentropy becomes the
+// sparse form, since the data's labels are class indices.
+func (o *options) kerasModel(data *train.Examples) (*nn.Sequential, nn.Loss, error) {
+	km, err := keras.Load(o.keras)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := km.Sequential
+	if data != nil {
+		if m.InputShape.Size() != data.Shape.Size() {
+			return nil, nil, fmt.Errorf("%s expects examples of shape %v; data set %s has %v", o.keras, m.InputShape, o.dataset, data.Shape)
+		}
+		last := km.Layers[len(km.Layers)-1].Output
+		if data.Classes > 0 && last.Size() != data.Classes {
+			return nil, nil, fmt.Errorf("%s ends in %v outputs; data set %s has %d classes", o.keras, last, o.dataset, data.Classes)
+		}
+	}
+	switch km.Loss {
+	case "", "categorical_crossentropy", "sparse_categorical_crossentropy":
+		return m, nil, nil
+	}
+	loss, err := nn.LossByName(km.Loss)
+	return m, loss, err
 }
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {

@@ -9,6 +9,9 @@ import (
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/nn/keras"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/profile"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -54,19 +57,39 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err := o.finish(); err != nil {
 		return err
 	}
-	trainSet, testSet, err := o.load()
+	var trainSet, testSet *train.Examples
+	var cfg train.Config
+	var err error
+	trainN, evalN, dataBytes := 0, 0, int64(0) // 0: one batch, no data set
+	if o.keras != "" {
+		// a Keras model is planned on its own: one step, no data set
+		m, loss, err := o.kerasModel(nil)
+		if err != nil {
+			return err
+		}
+		opt, err := optim.ByName(o.optimizer)
+		if err != nil {
+			return err
+		}
+		cfg = train.Config{Model: m, Loss: loss, Optimizer: opt, Epochs: 1, Batch: o.batch, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat}
+		o.model, o.dataset = o.keras, "none"
+		if err := printKeras(stdout, o.keras, *asJSON); err != nil {
+			return err
+		}
+	} else {
+		if trainSet, testSet, err = o.load(); err != nil {
+			return err
+		}
+		if cfg, err = o.config(trainSet, testSet); err != nil {
+			return err
+		}
+		trainN, evalN = trainSet.N, testSet.N
+		dataBytes = mem.Align(trainSet.Bytes()) + mem.Align(testSet.Bytes())
+	}
+	plan, totals, err := train.PlanFor(cfg, trainN, evalN)
 	if err != nil {
 		return err
 	}
-	cfg, err := o.config(trainSet, testSet)
-	if err != nil {
-		return err
-	}
-	plan, totals, err := train.PlanFor(cfg, trainSet.N, testSet.N)
-	if err != nil {
-		return err
-	}
-	dataBytes := mem.Align(trainSet.Bytes()) + mem.Align(testSet.Bytes())
 	totals[mem.Input] += dataBytes
 	_, params, err := cfg.Model.Summary()
 	if err != nil {
@@ -81,11 +104,20 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.budgetBytes > 0 {
 		r.BudgetBytes = o.budgetBytes
-		fit, err := train.MaxBatch(cfg, trainSet.N, testSet.N, dataBytes, o.budgetBytes, trainSet.N)
+		limit := trainN
+		if o.keras != "" {
+			limit = 1 << 16
+		}
+		fit, err := train.MaxBatch(cfg, trainN, evalN, dataBytes, o.budgetBytes, limit)
 		if err != nil {
 			return err
 		}
 		r.MaxBatchForBudget = &fit
+	}
+	if o.profileDir != "" {
+		if err := profile.WriteAll(o.profileDir, plan, nil, o.model); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -129,6 +161,25 @@ func perLayer(p *compile.Plan) []layerBytes {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Layer < out[j].Layer })
 	return out
+}
+
+// printKeras prints a Keras file's layers as model.summary() does (not
+// with --json, whose object carries param_count).
+func printKeras(w io.Writer, path string, asJSON bool) error {
+	if asJSON {
+		return nil
+	}
+	km, err := keras.Load(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Keras model %q from %s\n", km.Name, path)
+	fmt.Fprintf(w, "  %-28s %-24s %-18s %12s\n", "layer", "class", "output shape", "params")
+	for _, l := range km.Layers {
+		fmt.Fprintf(w, "  %-28s %-24s %-18v %12d\n", l.Name, l.Class, l.Output, l.Params)
+	}
+	fmt.Fprintf(w, "  total params: %d (trainable %d)\n", km.Params, km.TrainableParams)
+	return nil
 }
 
 func printReport(w io.Writer, r *planReport) {

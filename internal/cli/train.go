@@ -9,6 +9,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/profile"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -20,6 +21,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
 	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
 	quiet := fs.Bool("quiet", false, "print only the RESULT line")
+	strict := fs.Bool("strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
 	fitBudget := fs.Bool("fit-to-budget", false, "choose micro-batches, recomputation (and, with --allow-precision, 16-bit activations) so the run fits --budget, keeping the effective batch")
 	allowPrecision := fs.Bool("allow-precision", false, "let --fit-to-budget choose mixed_bfloat16")
 	if err := fs.Parse(args); err != nil {
@@ -42,7 +44,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.CheckpointDir, cfg.Resume = *ckpt, *resume
+	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory = *ckpt, *resume, *strict
+	var tb *profile.TensorBoard
+	if o.profileDir != "" {
+		tb = &profile.TensorBoard{Dir: o.profileDir}
+		cfg.Callbacks = append(cfg.Callbacks, tb)
+	}
 	if *csvPath != "" {
 		cfg.Callbacks = append(cfg.Callbacks, &train.CSVLogger{Path: *csvPath})
 	}
@@ -74,8 +81,22 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	printPlan(out, &o, t, trainSet, testSet)
 	h, err := t.Fit(trainSet)
 	p.finish()
+	if tb != nil {
+		if cerr := tb.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if err != nil {
 		return err
+	}
+	if o.profileDir != "" {
+		if err := profile.WriteAll(o.profileDir, t.Plan, h, o.model); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "headroom: profile written to %s (go tool pprof -top %s/profile.pb.gz; open report.html; trace.json in Perfetto; tensorboard --logdir %s)\n", o.profileDir, o.profileDir, o.profileDir)
+	}
+	for _, l := range h.Leaks {
+		fmt.Fprintf(out, "warning: %v\n", l)
 	}
 	acc := math.NaN()
 	if n := len(h.Epochs); n > 0 {
