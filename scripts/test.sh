@@ -9,6 +9,22 @@ fuzztime=${FUZZTIME:-4s}
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "system packages"
+# Debian packages the tests use: headless Chromium (the HTML report is
+# opened in it), a font for its text, and the Fashion-MNIST files.
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
+[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
+if ((${#need[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/test.sh: missing Debian packages ${need[*]}: run as root or install them" >&2
+    exit 1
+  fi
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
 step "modules"
 go mod download
 
