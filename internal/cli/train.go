@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/schollz/progressbar/v3"
@@ -21,6 +23,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
 	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
 	quiet := fs.Bool("quiet", false, "print only the RESULT line")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of training to this file (go tool pprof)")
 	strict := fs.Bool("strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
 	fitBudget := fs.Bool("fit-to-budget", false, "choose micro-batches, recomputation (and, with --allow-precision, 16-bit activations) so the run fits --budget, keeping the effective batch")
 	allowPrecision := fs.Bool("allow-precision", false, "let --fit-to-budget choose mixed_bfloat16")
@@ -79,6 +82,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	defer t.Close()
 	printPlan(out, &o, t, trainSet, testSet)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	h, err := t.Fit(trainSet)
 	p.finish()
 	if tb != nil {
