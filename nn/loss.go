@@ -48,7 +48,7 @@ func (SparseCategoricalCrossentropy) PerExample(out, labels *graph.Node) *graph.
 	if logits.Op() == graph.OpSoftmax || out.Op() == graph.OpSigmoid {
 		logits = out // a sigmoid output is not a class distribution: use it as scores
 	}
-	return graph.SoftmaxCrossEntropy(logits, labels)
+	return meanRest(graph.SoftmaxCrossEntropy(logits, labels))
 }
 
 // BinaryCrossentropy takes float labels in [0, 1] of the output's shape. A

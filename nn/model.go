@@ -11,7 +11,7 @@ import (
 type Sequential struct {
 	Name       string
 	InputShape tensor.Shape // one example's shape, e.g. [28, 28, 1]
-	InputDType tensor.DType // zero: float32 (int32 for an Embedding input)
+	InputDType tensor.DType // zero: float32 (set int32 for token ids; Embedding casts float input)
 	Layers     []Layer
 }
 

@@ -42,7 +42,7 @@ type Cosine struct {
 }
 
 func (c Cosine) LR(step int64) float64 {
-	if c.Steps <= 0 || step >= c.Steps {
+	if c.Steps <= 0 || step > c.Steps {
 		return c.Min
 	}
 	t := float64(step-1) / float64(c.Steps)

@@ -40,7 +40,7 @@ func (t *Trainer) SaveCheckpoint(dir string, step int64, epoch, keep int) (strin
 	}
 	path, err := checkpoint.SaveStep(dir, step, entries, meta, keep)
 	if err != nil {
-		return "", fmt.Errorf("train: checkpoint: %w", err)
+		return "", fmt.Errorf("train: %w", err)
 	}
 	return path, nil
 }

@@ -143,8 +143,16 @@ func (o *options) kerasModel(data *train.Examples) (*nn.Sequential, nn.Loss, err
 	return m, loss, err
 }
 
+// newFlagSet returns a flag set that reports a bad flag once (Main prints
+// the error) and prints the flags for -h.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("headroom "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage of headroom %s:\n", name)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
 	return fs
 }

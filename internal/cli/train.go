@@ -39,6 +39,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if *resume && *ckpt == "" {
 		return fmt.Errorf("--resume needs --checkpoint-dir")
 	}
+	if *ckpt != "" { // as Keras' ModelCheckpoint: make it, and fail before step 1 if we cannot
+		if err := os.MkdirAll(*ckpt, 0o755); err != nil {
+			return fmt.Errorf("--checkpoint-dir: %w", err)
+		}
+	}
 	trainSet, testSet, err := o.load()
 	if err != nil {
 		return err
