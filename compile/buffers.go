@@ -179,7 +179,7 @@ func (a *assigner) newBuf(n *graph.Node, kind BufferKind, cat mem.Category) *Buf
 func (a *assigner) workspace(n *graph.Node) int {
 	var size int64
 	if grp := a.fused.groups[n.ID()]; grp != nil {
-		size = int64(grp.program().ScratchElems() * n.DType().Size())
+		size = int64(grp.program(a.opt.Threads).ScratchElems() * n.DType().Size())
 	} else {
 		it := lowerNode(n, 0, nil)
 		size = workspaceBytes(&it)
@@ -335,7 +335,7 @@ func (a *assigner) lower() []exec.Instr {
 		var it exec.Instr
 		if grp := a.fused.groups[n.ID()]; grp != nil {
 			it = exec.Instr{Op: graph.OpFused, Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
-				InDType: n.DType(), Out: a.nodeBuf[n.ID()], In: ins, Shape: n.Shape(), Fused: grp.program()}
+				InDType: n.DType(), Out: a.nodeBuf[n.ID()], In: ins, Shape: n.Shape(), Fused: grp.program(a.opt.Threads)}
 		} else {
 			it = lowerNode(n, a.nodeBuf[n.ID()], ins)
 		}

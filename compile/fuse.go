@@ -169,14 +169,19 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 
 // program returns the fused chain of grp: one step per member, registers
 // for the intermediates, the root writing the output.
-func (grp *group) program() *exec.Fused {
+// threads is how many threads a large chain is split over (each needs its
+// own registers in the workspace).
+func (grp *group) program(threads int) *exec.Fused {
 	reg := map[int]int{}
 	leaf := map[int]int{}
 	for i, l := range grp.leaves {
 		leaf[l.ID()] = i
 	}
 	root := grp.members[len(grp.members)-1]
-	f := &exec.Fused{Leaves: grp.kinds, Chunk: max(1, min(exec.FusedChunk, root.Shape().Size()))}
+	f := &exec.Fused{Leaves: grp.kinds, Chunk: max(1, min(exec.FusedChunk, root.Shape().Size())), Threads: 1}
+	if root.Shape().Size() >= exec.ParallelMin {
+		f.Threads = max(1, threads)
+	}
 	operand := func(n *graph.Node) int {
 		if r, ok := reg[n.ID()]; ok {
 			return r

@@ -28,7 +28,10 @@ type Options struct {
 	// Grads names gradient nodes that stay arena temporaries (consumed by
 	// the update in the same step): the plan counts them as grad, not
 	// workspace.
-	Grads          []*graph.Node
+	Grads []*graph.Node
+	// Threads is how many threads large fused chains are planned to run on
+	// (0 or 1: one).
+	Threads        int
 	DisableInPlace bool // for tests and comparisons
 	DisableFolding bool
 	DisableFusion  bool

@@ -39,6 +39,9 @@ type Config struct {
 	KeepCheckpoints int // 0: keep 3
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
+	// Threads is how many threads the step's kernels are planned for (0:
+	// one); set kernels.SetThreads to match.
+	Threads int
 	// StrictMemory makes memory growth after the first epoch an error
 	// (*LeakError) instead of a warning in History.Leaks; NoWatchdog turns
 	// the check off (it forces two garbage collections per epoch).
@@ -156,7 +159,7 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		g.PopScope()
 		scores, _ := nn.Logits(out)
 		if mode == modeEval {
-			opt := compile.Options{Name: "eval", Outputs: []compile.Output{
+			opt := compile.Options{Name: "eval", Threads: c.Threads, Outputs: []compile.Output{
 				{Name: "loss", Node: graph.ReduceSum(per)}, {Name: "out", Node: out}}}
 			return g, opt
 		}
@@ -240,7 +243,7 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		if finite != nil {
 			outs = append(outs, compile.Output{Name: "finite", Node: finite})
 		}
-		return g, compile.Options{Name: "train", Grads: grads, Outputs: outs}
+		return g, compile.Options{Name: "train", Threads: c.Threads, Grads: grads, Outputs: outs}
 	}
 }
 

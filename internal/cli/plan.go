@@ -71,7 +71,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		cfg = train.Config{Model: m, Loss: loss, Optimizer: opt, Epochs: 1, Batch: o.batch, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat}
+		cfg = train.Config{Model: m, Loss: loss, Optimizer: opt, Epochs: 1, Batch: o.batch, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}
 		o.model, o.dataset = o.keras, "none"
 		if err := printKeras(stdout, o.keras, *asJSON); err != nil {
 			return err

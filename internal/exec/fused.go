@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"sync"
+
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
@@ -39,15 +41,24 @@ type FusedStep struct {
 
 // Fused is the program of a fused instruction.
 type Fused struct {
-	Steps  []FusedStep
-	Leaves []FusedLeaf
-	Regs   int
-	Chunk  int // elements per pass: min(FusedChunk, the output's size)
+	Steps   []FusedStep
+	Leaves  []FusedLeaf
+	Regs    int
+	Chunk   int // elements per pass: min(FusedChunk, the output's size)
+	Threads int // threads the chain is split over (each has its own registers)
 }
 
-// ScratchElems returns the workspace elements the chain needs: its
-// registers and a chunk for each leaf that is not read in place.
+// ParallelMin is the smallest output, in elements, that a fused chain is
+// split across threads for: below it the hand-off costs more than it saves.
+const ParallelMin = 1 << 16
+
+// ScratchElems returns the workspace elements the chain needs: for each
+// thread, its registers and a chunk for each leaf that is not read in place.
 func (f *Fused) ScratchElems() int {
+	return f.slotElems() * max(1, f.Threads)
+}
+
+func (f *Fused) slotElems() int {
 	n := f.Regs
 	for _, l := range f.Leaves {
 		if l.Kind != LeafFull {
@@ -57,10 +68,13 @@ func (f *Fused) ScratchElems() int {
 	return n * f.Chunk
 }
 
-func runFused[T kernels.Float](b *Bound) {
+// runFused runs the chain over elements [lo, hi) with the registers of
+// thread slot.
+func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 	f := b.Fused
 	out := tensor.As[T](b.out)
 	work := tensor.As[T](b.work)
+	work = work[slot*f.slotElems() : (slot+1)*f.slotElems()]
 	leaves := b.leafViews
 	// Registers and broadcast leaves live in the workspace, one chunk each.
 	chunk := f.Chunk
@@ -71,9 +85,8 @@ func runFused[T kernels.Float](b *Bound) {
 			kernels.Fill(leafReg(k), tensor.As[T](leaves[k])[0])
 		}
 	}
-	total := len(out)
-	for i := 0; i < total; i += chunk {
-		n := min(chunk, total-i)
+	for i := lo; i < hi; i += chunk {
+		n := min(chunk, hi-i)
 		operand := func(x int) []T {
 			if x >= 0 {
 				return reg(x)[:n]
@@ -133,4 +146,63 @@ func runFused[T kernels.Float](b *Bound) {
 			}
 		}
 	}
+}
+
+// fusedParallel runs b's chain split over its threads: the caller takes the
+// first part, parked workers the others. Nothing is allocated.
+func (b *Bound) fusedParallel() {
+	total := tensor.Shape(b.Shape).Size()
+	threads := b.Fused.Threads
+	if threads <= 1 || total < ParallelMin {
+		b.fusedRange(0, total, 0)
+		return
+	}
+	fusedWorkers.start(threads - 1)
+	// split on chunk boundaries so periodic leaves stay aligned per chunk
+	per := (total/threads + b.Fused.Chunk - 1) / b.Fused.Chunk * b.Fused.Chunk
+	for t := 1; t < threads; t++ {
+		lo := min(t*per, total)
+		fusedWorkers.tasks <- fusedTask{b: b, lo: lo, hi: min(lo+per, total), slot: t}
+	}
+	b.fusedRange(0, min(per, total), 0)
+	for t := 1; t < threads; t++ {
+		<-fusedWorkers.done
+	}
+}
+
+func (b *Bound) fusedRange(lo, hi, slot int) {
+	if b.DType == tensor.Float32 {
+		runFused[float32](b, lo, hi, slot)
+	} else {
+		runFused[float64](b, lo, hi, slot)
+	}
+}
+
+type fusedTask struct {
+	b            *Bound
+	lo, hi, slot int
+}
+
+// workerPool is a set of goroutines started once that run fused chains'
+// parts handed to them over a channel.
+type workerPool struct {
+	mu      sync.Mutex
+	running int
+	tasks   chan fusedTask
+	done    chan struct{}
+}
+
+var fusedWorkers = &workerPool{tasks: make(chan fusedTask, 64), done: make(chan struct{}, 64)}
+
+func (p *workerPool) start(n int) {
+	p.mu.Lock()
+	for ; p.running < n; p.running++ {
+		go func() {
+			for t := range p.tasks {
+				t.b.fusedRange(t.lo, t.hi, t.slot)
+				p.done <- struct{}{}
+			}
+		}()
+	}
+	p.mu.Unlock()
 }

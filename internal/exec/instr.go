@@ -170,13 +170,13 @@ func (b *Bound) Run() error {
 	switch b.DType {
 	case tensor.Float32:
 		if b.Op == graph.OpFused {
-			runFused[float32](b)
+			b.fusedParallel()
 			return nil
 		}
 		return compute[float32](b)
 	case tensor.Float64:
 		if b.Op == graph.OpFused {
-			runFused[float64](b)
+			b.fusedParallel()
 			return nil
 		}
 		return compute[float64](b)
