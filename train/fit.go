@@ -51,195 +51,260 @@ type History struct {
 }
 
 // Fit trains on data for cfg.Epochs epochs (continuing from the newest
-// checkpoint with cfg.Resume) and returns the History.
+// checkpoint with cfg.Resume) and returns the History. Each epoch visits the
+// examples in a fresh order drawn from (seed, epoch).
 func (t *Trainer) Fit(data *Examples) (*History, error) {
-	cfg := &t.cfg
-	h := &History{FirstLoss: math.NaN(), LastLoss: math.NaN()}
-	tr := t.progs["train"]
-	k := cfg.accumulate()
-	if tr == nil || data.N%(tr.batch*k) != 0 && t.progs["train_tail"] == nil || tr.in.x.DType() == tensor.Invalid {
+	if tr := t.progs["train"]; tr == nil || tr.in.x.DType() == tensor.Invalid {
 		return nil, fmt.Errorf("train: trainer was built for other data than %q", data.Name)
 	}
 	if err := data.Validate(); err != nil {
 		return nil, err
 	}
-	var step int64
+	r, err := t.begin()
+	if err != nil {
+		return nil, err
+	}
+	perm := make([]int, data.N)
+	src := &examplesSource{data: data}
+	batches := (data.N + t.cfg.Batch - 1) / t.cfg.Batch
+	for ep := r.h.StartEpoch; ep < t.cfg.Epochs && !t.stop; ep++ {
+		e := r.epochBegin(ep)
+		shuffle(perm, t.cfg.Seed, ep)
+		for i := 0; i < data.N; i += t.cfg.Batch {
+			src.idx = perm[i:min(i+t.cfg.Batch, data.N)]
+			if err := r.update(e, len(src.idx), batches, src); err != nil {
+				return r.h, err
+			}
+		}
+		if err := r.epochEnd(e); err != nil {
+			return r.h, err
+		}
+	}
+	return r.finish(), nil
+}
+
+// batchSource fills a step program's inputs with examples [lo, hi) of the
+// batch being trained on.
+type batchSource interface {
+	fill(pr *program, lo, hi int)
+}
+
+// examplesSource feeds the examples idx of an in-memory data set.
+type examplesSource struct {
+	data *Examples
+	idx  []int
+}
+
+func (s *examplesSource) fill(pr *program, lo, hi int) { s.data.fill(pr.in.x, pr.in.y, s.idx[lo:hi]) }
+
+// fitRun is the state of one Fit call.
+type fitRun struct {
+	t         *Trainer
+	h         *History
+	callbacks []Callback
+	step      int64 // optimizer steps so far (resumed runs start past 0)
+	startStep int64 // warm-up steps count from here
+	start     time.Time
+	timedFrom time.Time
+	timed     int64         // examples trained after warm-up
+	paused    time.Duration // epoch-end work after warm-up
+	first     mem.Snapshot
+	dog       *watchdog
+}
+
+// epochRun is the state of one epoch.
+type epochRun struct {
+	ep            int // counted from 0
+	start         time.Time
+	lossSum, lr   float64
+	correct, seen int
+	updates       int
+}
+
+// begin restores a checkpoint (with Resume) and sets up callbacks, the
+// watchdog and timing.
+func (t *Trainer) begin() (*fitRun, error) {
+	cfg := &t.cfg
+	r := &fitRun{t: t, h: &History{FirstLoss: math.NaN(), LastLoss: math.NaN()}, start: time.Now()}
 	if cfg.Resume && cfg.CheckpointDir != "" {
 		s, ep, err := t.restore(cfg.CheckpointDir)
 		if err != nil {
 			return nil, err
 		}
-		step, h.StartEpoch = s, ep
+		r.step, r.h.StartEpoch = s, ep
 	}
-	startStep := step // warm-up steps count from here
-	callbacks := cfg.Callbacks
+	r.startStep = r.step
+	r.callbacks = cfg.Callbacks
 	if cfg.CheckpointDir != "" {
-		callbacks = append([]Callback{&Checkpoint{Dir: cfg.CheckpointDir, Keep: cfg.KeepCheckpoints}}, callbacks...)
+		r.callbacks = append([]Callback{&Checkpoint{Dir: cfg.CheckpointDir, Keep: cfg.KeepCheckpoints}}, r.callbacks...)
 	}
-	perm := make([]int, data.N)
-	set := func(pr *program) func(string, float64) {
-		return func(name string, v float64) {
-			if x, ok := pr.hyper[name]; ok {
-				x.SetFloat64At(0, v)
-			}
-		}
-	}
-	setters := map[*program]func(string, float64){}
-	refresh := func() {
-		tr, k = t.progs["train"], cfg.accumulate()
-		clear(setters)
-		for _, pr := range t.progs {
-			setters[pr] = set(pr)
-		}
-	}
-	refresh()
-	start := time.Now()
-	var timedFrom time.Time
-	var timed int64
-	var paused time.Duration // epoch ends after timing began
-	var first mem.Snapshot
-	var dog *watchdog
 	if !cfg.NoWatchdog {
-		dog = newWatchdog()
+		r.dog = newWatchdog()
 	}
 	t.lrScale = 1
-	for ep := h.StartEpoch; ep < cfg.Epochs && !t.stop; ep++ {
-		for _, c := range callbacks {
-			if b, ok := c.(EpochBeginner); ok {
-				b.OnEpochBegin(t, ep+1)
-			}
-		}
-		epochStart := time.Now()
-		shuffle(perm, cfg.Seed, ep)
-		var lossSum float64
-		var correct, seen, batches int
-		var lr float64
-		for i := 0; i < data.N; i += cfg.Batch {
-			if t.replan {
-				events, err := t.Replan(step + 1)
-				h.Events = append(h.Events, events...)
-				if err != nil {
-					return h, err
-				}
-				refresh()
-			}
-			mb := tr.batch // examples per run
-			full := mb * k // examples per update (cfg.Batch, or all that is left)
-			step++
-			lr = cfg.Schedule.LR(step) * t.lrScale
-			n := min(full, data.N-i)
-			var loss float64
-			// micro-batches of mb and a smaller last one; all but the last
-			// accumulate, the last applies the update
-			for at, m := i, 0; at < i+n; m++ {
-				size := min(mb, i+n-at)
-				pr := t.progs["train"]
-				switch {
-				case at+size < i+n:
-					pr = t.progs["train_accumulate"]
-				case size != mb || (k == 1 && n != full):
-					pr = t.progs["train_tail"]
-				}
-				if pr.batch != size {
-					return h, fmt.Errorf("train: internal: no step program for %d examples", size)
-				}
-				micro := (step-1)*int64(k) + int64(m) + 1 // drives dropout masks
-				set := setters[pr]
-				if w, ok := pr.hyper["opt/micro_weight"]; ok {
-					w.SetFloat64At(0, float64(size)/float64(n))
-				}
-				if err := t.runStep(pr, data, perm[at:at+size], micro, step, lr, set); err != nil {
-					return h, fmt.Errorf("train: epoch %d, step %d: %w", ep+1, step, err)
-				}
-				loss += pr.loss.Float64At(0) * float64(size) / float64(n)
-				if c, ok := accuracy(pr.out, pr.in.y); ok {
-					correct, seen = correct+c, seen+size
-				}
-				at += size
-			}
-			if math.IsNaN(h.FirstLoss) {
-				h.FirstLoss = loss
-			}
-			h.LastLoss = loss
-			lossSum += loss
-			batches++
-			switch s := step - startStep; {
-			case s == int64(cfg.Warmup):
-				timedFrom = time.Now()
-			case s > int64(cfg.Warmup):
-				timed += int64(n)
-			}
-			for _, c := range callbacks {
-				if b, ok := c.(BatchEnder); ok {
-					b.OnBatchEnd(ep+1, batches, (data.N+cfg.Batch-1)/cfg.Batch, loss)
-				}
-			}
-		}
-		pause := time.Now() // epoch-end work is not training time
-		log := EpochLog{Epoch: ep + 1, Loss: lossSum / float64(batches), Accuracy: ratio(correct, seen),
-			ValLoss: math.NaN(), ValAccuracy: math.NaN(), LR: lr, Steps: step}
-		if cfg.Validation != nil {
-			vl, va, err := t.Evaluate(cfg.Validation)
-			if err != nil {
-				return h, err
-			}
-			log.ValLoss, log.ValAccuracy = vl, va
-		}
-		log.Seconds = time.Since(epochStart).Seconds()
-		snap := t.engine.Ledger().Snapshot()
-		if len(h.Epochs) == 0 {
-			first = snap
-		} else {
-			h.LedgerGrowth = snap.Live - first.Live
-			h.Growth = snap.Growth(first)
-		}
-		if dog != nil {
-			leaks := dog.epochEnd(ep+1, t.engine.Ledger())
-			h.Leaks = append(h.Leaks, leaks...)
-			if len(leaks) > 0 && cfg.StrictMemory {
-				return h, &LeakError{Leaks: leaks}
-			}
-		}
-		h.Epochs = append(h.Epochs, log)
-		h.Steps = step
-		for _, c := range callbacks {
-			if err := c.OnEpochEnd(t, &log); err != nil {
-				return h, err
-			}
-		}
-		if !timedFrom.IsZero() {
-			paused += time.Since(pause)
+	return r, nil
+}
+
+func (r *fitRun) epochBegin(ep int) *epochRun {
+	for _, c := range r.callbacks {
+		if b, ok := c.(EpochBeginner); ok {
+			b.OnEpochBegin(r.t, ep+1)
 		}
 	}
-	h.TrainSeconds = time.Since(start).Seconds()
-	if timed > 0 {
-		h.SamplesPerSec = float64(timed) / (time.Since(timedFrom) - paused).Seconds()
+	return &epochRun{ep: ep, start: time.Now()}
+}
+
+// update makes one optimizer step on a batch of n examples from src: as
+// micro-batches when accumulating (all but the last add their weighted
+// gradients to the accumulators; the last applies the update), else as
+// one run. A pending re-plan (SetBudget) happens first.
+func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
+	t, cfg := r.t, &r.t.cfg
+	if t.replan {
+		events, err := t.Replan(r.step + 1)
+		r.h.Events = append(r.h.Events, events...)
+		if err != nil {
+			return err
+		}
+	}
+	k, mb := cfg.accumulate(), t.progs["train"].batch
+	r.step++
+	e.lr = cfg.Schedule.LR(r.step) * t.lrScale
+	var loss float64
+	for at, m := 0, 0; at < n; m++ {
+		size := min(mb, n-at)
+		pr, err := t.stepProgram(at+size < n, size, n)
+		if err != nil {
+			return err
+		}
+		if w, ok := pr.hyper["opt/micro_weight"]; ok {
+			w.SetFloat64At(0, float64(size)/float64(n))
+		}
+		src.fill(pr, at, at+size)
+		micro := (r.step-1)*int64(k) + int64(m) + 1 // drives dropout masks
+		if err := t.runStep(pr, micro, r.step, e.lr); err != nil {
+			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
+		}
+		loss += pr.loss.Float64At(0) * float64(size) / float64(n)
+		if c, ok := accuracy(pr.out, pr.in.y); ok {
+			e.correct, e.seen = e.correct+c, e.seen+size
+		}
+		at += size
+	}
+	if math.IsNaN(r.h.FirstLoss) {
+		r.h.FirstLoss = loss
+	}
+	r.h.LastLoss = loss
+	e.lossSum += loss
+	e.updates++
+	switch s := r.step - r.startStep; {
+	case s == int64(cfg.Warmup):
+		r.timedFrom = time.Now()
+	case s > int64(cfg.Warmup):
+		r.timed += int64(n)
+	}
+	for _, c := range r.callbacks {
+		if b, ok := c.(BatchEnder); ok {
+			b.OnBatchEnd(e.ep+1, e.updates, batches, loss)
+		}
+	}
+	return nil
+}
+
+// stepProgram returns the program for a run of size examples of a batch of
+// n: accumulating (not the batch's last run), or the one that updates.
+func (t *Trainer) stepProgram(accumulate bool, size, n int) (*program, error) {
+	if accumulate {
+		return t.progs["train_accumulate"], nil
+	}
+	if pr := t.progs["train"]; pr.batch == size && (t.cfg.accumulate() > 1 || n == t.cfg.Batch) {
+		return pr, nil
+	}
+	if pr := t.progs["train_tail"]; pr != nil && pr.batch == size {
+		return pr, nil
+	}
+	// a last batch of a size New did not plan for (a stream's)
+	key := fmt.Sprintf("train_tail_%d", size)
+	if pr := t.progs[key]; pr != nil {
+		return pr, nil
+	}
+	mode := modeTrain
+	if t.cfg.accumulate() > 1 {
+		mode = modeApply
+	}
+	pr, err := t.load(key, size, mode)
+	if err != nil {
+		return nil, err
+	}
+	t.progs[key] = pr
+	return pr, nil
+}
+
+// epochEnd evaluates, checks memory, runs the callbacks and records the
+// epoch; none of it counts as training time.
+func (r *fitRun) epochEnd(e *epochRun) error {
+	t, cfg, h := r.t, &r.t.cfg, r.h
+	pause := time.Now()
+	log := EpochLog{Epoch: e.ep + 1, Loss: e.lossSum / float64(max(e.updates, 1)), Accuracy: ratio(e.correct, e.seen),
+		ValLoss: math.NaN(), ValAccuracy: math.NaN(), LR: e.lr, Steps: r.step}
+	if cfg.Validation != nil {
+		vl, va, err := t.Evaluate(cfg.Validation)
+		if err != nil {
+			return err
+		}
+		log.ValLoss, log.ValAccuracy = vl, va
+	}
+	log.Seconds = time.Since(e.start).Seconds()
+	snap := t.engine.Ledger().Snapshot()
+	if len(h.Epochs) == 0 {
+		r.first = snap
+	} else {
+		h.LedgerGrowth = snap.Live - r.first.Live
+		h.Growth = snap.Growth(r.first)
+	}
+	if r.dog != nil {
+		leaks := r.dog.epochEnd(e.ep+1, t.engine.Ledger())
+		h.Leaks = append(h.Leaks, leaks...)
+		if len(leaks) > 0 && cfg.StrictMemory {
+			return &LeakError{Leaks: leaks}
+		}
+	}
+	h.Epochs = append(h.Epochs, log)
+	h.Steps = r.step
+	for _, c := range r.callbacks {
+		if err := c.OnEpochEnd(t, &log); err != nil {
+			return err
+		}
+	}
+	if !r.timedFrom.IsZero() {
+		r.paused += time.Since(pause)
+	}
+	return nil
+}
+
+func (r *fitRun) finish() *History {
+	h, t := r.h, r.t
+	h.Steps = r.step
+	h.TrainSeconds = time.Since(r.start).Seconds()
+	if r.timed > 0 {
+		h.SamplesPerSec = float64(r.timed) / (time.Since(r.timedFrom) - r.paused).Seconds()
 	}
 	h.StoppedEarly = t.stop
 	h.SkippedSteps, h.LossScale = t.skipped, t.lossScale
 	h.MeasuredPeak = t.engine.Ledger().Peak()
-	return h, nil
+	return h
 }
 
-func ratio(a, b int) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return float64(a) / float64(b)
-}
-
-// runStep fills pr's inputs with the examples idx and runs it. micro is
-// the step number the dropout masks are drawn from; step drives the
-// optimizer's hyper inputs.
-func (t *Trainer) runStep(pr *program, data *Examples, idx []int, micro, step int64, lr float64, set func(string, float64)) error {
-	data.fill(pr.in.x, pr.in.y, idx)
+// runStep runs pr, whose x and y are filled, as micro-step micro (the
+// dropout masks' step) of optimizer step step at learning rate lr.
+func (t *Trainer) runStep(pr *program, micro, step int64, lr float64) error {
 	if pr.in.step.DType() == tensor.Int64 {
 		pr.in.step.Int64s()[0] = micro
 	}
-	t.cfg.Optimizer.Feed(step, lr, set)
+	t.cfg.Optimizer.Feed(step, lr, pr.set)
 	if t.cfg.lossScaling() {
-		set("opt/loss_scale", t.lossScale)
-		set("opt/inv_loss_scale", 1/t.lossScale)
+		pr.set("opt/loss_scale", t.lossScale)
+		pr.set("opt/inv_loss_scale", 1/t.lossScale)
 	}
 	if err := pr.x.Run(); err != nil {
 		return err
@@ -248,6 +313,13 @@ func (t *Trainer) runStep(pr *program, data *Examples, idx []int, micro, step in
 		t.scaleAfter(pr.finite.Uint8s()[0] != 0)
 	}
 	return nil
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return float64(a) / float64(b)
 }
 
 // scaleAfter adjusts the loss scale after a step: halve it when the step

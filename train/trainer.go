@@ -103,9 +103,10 @@ type program struct {
 	mode   stepMode
 	in     struct{ x, y, step tensor.Tensor }
 	hyper  map[string]tensor.Tensor
-	loss   tensor.Tensor // train: mean loss; eval: sum of per-example losses
-	out    tensor.Tensor // logits (or outputs) for accuracy and Predict
-	finite tensor.Tensor // mixed_float16: whether the step's gradients were finite
+	loss   tensor.Tensor                // train: mean loss; eval: sum of per-example losses
+	out    tensor.Tensor                // logits (or outputs) for accuracy and Predict
+	finite tensor.Tensor                // mixed_float16: whether the step's gradients were finite
+	set    func(name string, v float64) // sets a hyper input (made once; allocates nothing)
 }
 
 func (c *Config) defaults() {
@@ -640,6 +641,11 @@ func (t *Trainer) load(key string, b int, mode stepMode) (*program, error) {
 }
 
 func (pr *program) bind() error {
+	pr.set = func(name string, v float64) {
+		if x, ok := pr.hyper[name]; ok {
+			x.SetFloat64At(0, v)
+		}
+	}
 	var err error
 	get := func(name string) tensor.Tensor {
 		if err != nil {
