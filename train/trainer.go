@@ -442,8 +442,12 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 	default:
 		return nil, fmt.Errorf("train: unknown precision %q (float32, mixed_bfloat16, mixed_float16)", cfg.Precision)
 	}
-	if err := trainData.Validate(); err != nil {
-		return nil, err
+	trainN := 0 // 0: plan one batch, for a stream (FitStream)
+	if trainData != nil {
+		if err := trainData.Validate(); err != nil {
+			return nil, err
+		}
+		trainN = trainData.N
 	}
 	evalN := 0
 	if evalData != nil {
@@ -452,19 +456,22 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 		}
 		evalN = evalData.N
 	}
-	progs, err := cfg.compileAll(trainData.N, evalN)
+	progs, err := cfg.compileAll(trainN, evalN)
 	if err != nil {
 		return nil, err
 	}
 	totals, share := planned(progs)
-	dataBytes := mem.Align(trainData.Bytes())
+	var dataBytes int64
+	if trainData != nil {
+		dataBytes = mem.Align(trainData.Bytes())
+	}
 	if evalData != nil {
 		dataBytes += mem.Align(evalData.Bytes())
 	}
 	totals[mem.Input] += dataBytes
 	t := &Trainer{cfg: cfg, progs: progs, Planned: sum(totals), PlannedTotals: totals, Plan: progs["train"].p.Plan, lossScale: initLossScale}
 	if cfg.Budget > 0 && t.Planned > cfg.Budget {
-		return nil, t.budgetError(trainData.N, evalN, dataBytes)
+		return nil, t.budgetError(trainN, evalN, dataBytes)
 	}
 	t.engine = runtime.NewCPU(cfg.Budget)
 	ok := false
@@ -482,7 +489,7 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 		}
 		t.data = append(t.data, d)
 	}
-	t.trainN, t.evalN = trainData.N, evalN
+	t.trainN, t.evalN = trainN, evalN
 	if err := t.reserve(progs, share); err != nil {
 		return nil, err
 	}
