@@ -66,3 +66,14 @@ func ScatterAdd(indices, g *Node, shape tensor.Shape) *Node {
 	}
 	return gr.add(OpScatterAdd, g.dtype, shape, Attr{}, indices, g)
 }
+
+// AllReduceSum returns x summed over every process of a data-parallel run
+// (each process holds its own x). It runs where it is built in the step, so
+// a gradient can be reduced as soon as it is final. With one process it is
+// a copy.
+func AllReduceSum(x *Node) *Node {
+	if x.dtype != tensor.Float32 && x.dtype != tensor.Float64 {
+		x.g.throw(OpAllReduce, "needs float32 or float64, got %s%v", x.dtype, x.shape)
+	}
+	return x.g.add(OpAllReduce, x.dtype, x.shape, Attr{}, x)
+}

@@ -92,6 +92,9 @@ const (
 	// OpFused is made by compile's fusion pass, never by a builder: a chain
 	// of elementwise ops run as one pass over memory.
 	OpFused
+	// OpAllReduce sums its input over every process of a data-parallel run
+	// (internal; built by train for gradients).
+	OpAllReduce
 
 	NumOps
 )
@@ -171,6 +174,7 @@ var opInfo = [NumOps]struct {
 	OpMaxPool2DGrad:           {"max_pool2d_grad", ClassOther},
 	OpAvgPool2DGrad:           {"avg_pool2d_grad", ClassOther},
 	OpFused:                   {"fused", ClassElementwise},
+	OpAllReduce:               {"all_reduce", ClassElementwise},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

@@ -18,7 +18,12 @@ type Engine struct {
 	ledger *mem.Ledger
 	vars   map[string]*Variable
 	order  []string
+	comm   exec.Collective
 }
+
+// SetCollective makes programs loaded from now on run their all-reduce
+// instructions over c (the processes of a data-parallel run).
+func (e *Engine) SetCollective(c exec.Collective) { e.comm = c }
 
 // Variable is persistent state in an Engine.
 type Variable struct {
@@ -282,6 +287,7 @@ func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err err
 	x.bound = make([]exec.Bound, len(p.Instrs))
 	for i := range p.Instrs {
 		x.bound[i] = exec.Bind(&p.Instrs[i], x.bufs)
+		x.bound[i].Comm = e.comm
 	}
 	return x, nil
 }

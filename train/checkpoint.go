@@ -17,6 +17,9 @@ type Checkpoint struct {
 }
 
 func (c *Checkpoint) OnEpochEnd(t *Trainer, log *EpochLog) error {
+	if t.cfg.ranks() > 1 && t.cfg.Comm.Rank() != 0 {
+		return nil // rank 0 writes; every process holds the same weights
+	}
 	_, err := t.SaveCheckpoint(c.Dir, log.Steps, log.Epoch, c.Keep)
 	return err
 }
@@ -85,6 +88,9 @@ func (t *Trainer) restore(dir string) (step int64, epoch int, err error) {
 			return 0, 0, fmt.Errorf("train: resume: %s holds %q as %s%v, the model needs %s%v", path, v.Name, src.DType(), src.Shape(), v.DType, v.Shape)
 		}
 		copy(v.Tensor().Bytes(), src.Bytes())
+	}
+	if err := t.broadcastWeights(); err != nil { // every process resumes from rank 0's reading
+		return 0, 0, err
 	}
 	return step, epoch, nil
 }

@@ -170,22 +170,32 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	k, mb := cfg.accumulate(), t.progs["train"].batch
 	r.step++
 	e.lr = cfg.Schedule.LR(r.step) * t.lrScale
+	// this process's share of the batch: an even split over the processes
+	ranks, rank := cfg.ranks(), 0
+	if ranks > 1 {
+		rank = cfg.Comm.Rank()
+	}
+	lo, hi := rank*n/ranks, (rank+1)*n/ranks
+	local := hi - lo
 	var loss float64
-	for at, m := 0, 0; at < n; m++ {
-		size := min(mb, n-at)
-		pr, err := t.stepProgram(at+size < n, size, n)
+	for at, m := lo, 0; at < hi; m++ {
+		size := min(mb, hi-at)
+		pr, err := t.stepProgram(at+size < hi, size, local)
 		if err != nil {
 			return err
 		}
 		if w, ok := pr.hyper["opt/micro_weight"]; ok {
-			w.SetFloat64At(0, float64(size)/float64(n))
+			w.SetFloat64At(0, float64(size)/float64(local))
+		}
+		if w, ok := pr.hyper["opt/rank_weight"]; ok {
+			w.SetFloat64At(0, float64(local)/float64(n))
 		}
 		src.fill(pr, at, at+size)
 		micro := (r.step-1)*int64(k) + int64(m) + 1 // drives dropout masks
 		if err := t.runStep(pr, micro, r.step, e.lr); err != nil {
 			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
 		}
-		loss += pr.loss.Float64At(0) * float64(size) / float64(n)
+		loss += pr.loss.Float64At(0) * float64(size) / float64(local)
 		if c, ok := accuracy(pr.out, pr.in.y); ok {
 			e.correct, e.seen = e.correct+c, e.seen+size
 		}
@@ -217,7 +227,7 @@ func (t *Trainer) stepProgram(accumulate bool, size, n int) (*program, error) {
 	if accumulate {
 		return t.progs["train_accumulate"], nil
 	}
-	if pr := t.progs["train"]; pr.batch == size && (t.cfg.accumulate() > 1 || n == t.cfg.Batch) {
+	if pr := t.progs["train"]; pr.batch == size && (t.cfg.accumulate() > 1 || n == t.cfg.Batch/t.cfg.ranks()) {
 		return pr, nil
 	}
 	if pr := t.progs["train_tail"]; pr != nil && pr.batch == size {

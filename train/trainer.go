@@ -42,6 +42,13 @@ type Config struct {
 	// Threads is how many threads the step's kernels are planned for (0:
 	// one); set kernels.SetThreads to match.
 	Threads int
+	// Comm, when it has more than one process, makes the run data-parallel:
+	// each process trains on its share of every batch (Batch is the global
+	// batch; each runs Batch/Size), gradients are summed over the processes
+	// (weighted by their shares, so the update is the one batch's) as soon as
+	// each is final, weights start from rank 0's, and only rank 0 writes
+	// checkpoints. dist.Comm provides it.
+	Comm Collective
 	// StrictMemory makes memory growth after the first epoch an error
 	// (*LeakError) instead of a warning in History.Leaks; NoWatchdog turns
 	// the check off (it forces two garbage collections per epoch).
@@ -135,6 +142,22 @@ func (c *Config) evalBatch() int {
 	return max(1, c.Batch/c.accumulate())
 }
 
+// Collective is what a data-parallel run needs of its processes.
+type Collective interface {
+	Rank() int
+	Size() int
+	AllReduceSum(buf []byte, dtype tensor.DType) error
+	Broadcast(buf []byte, root int) error
+}
+
+// ranks returns the number of processes of the run (1 without Comm).
+func (c *Config) ranks() int {
+	if c.Comm == nil {
+		return 1
+	}
+	return max(1, c.Comm.Size())
+}
+
 // stepMode says what a compiled step does.
 type stepMode uint8
 
@@ -175,14 +198,25 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		// add it, weighted by this micro-batch's share of the batch
 		// (opt/micro_weight), to the accumulator, and/or hand it to the
 		// optimizer. The weighted sum is the gradient of the batch's mean loss.
-		var weight *graph.Node
+		var weight, rankWeight *graph.Node
 		if mode == modeAccumulate || mode == modeApply {
 			weight = g.Input("opt/micro_weight", loss.DType(), nil)
+		}
+		if c.ranks() > 1 && mode != modeAccumulate {
+			rankWeight = g.Input("opt/rank_weight", loss.DType(), nil)
+		}
+		// reduce sums this process's share of the batch's gradient over the
+		// processes of a data-parallel run.
+		reduce := func(gr *graph.Node) *graph.Node {
+			if rankWeight == nil {
+				return gr
+			}
+			return graph.AllReduceSum(graph.Mul(gr, rankWeight))
 		}
 		update := func(i int, gr *graph.Node) *graph.Node {
 			p := ctx.Trainable[i]
 			if weight == nil {
-				return gr
+				return reduce(gr)
 			}
 			// Accumulators are persistent gradients (grad category).
 			acc := g.Variable(p.Attr().Name+"/accum", graph.RoleGrad, p.DType(), p.Shape())
@@ -192,7 +226,7 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 				return gr
 			}
 			graph.Assign(acc, graph.BroadcastTo(graph.ScalarLike(p, 0), p.Shape()...))
-			return sum
+			return reduce(sum)
 		}
 		grads := make([]*graph.Node, len(ctx.Trainable))
 		opt := autodiff.Options{Keep: c.keep(ctx), Lower: func(n *graph.Node) *graph.Node { return ctx.Low[n] }}
@@ -301,7 +335,10 @@ func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
 		progs[key] = &program{p: p, batch: b, mode: mode}
 		return nil
 	}
-	bt := min(c.Batch, trainN)
+	if c.Batch%c.ranks() != 0 {
+		return nil, fmt.Errorf("train: global batch %d does not split evenly over %d processes", c.Batch, c.ranks())
+	}
+	bt := min(c.Batch/c.ranks(), trainN) // this process's share of a batch
 	if k := c.accumulate(); k > 1 {
 		if bt%k != 0 {
 			return nil, fmt.Errorf("train: batch %d does not split into %d equal micro-batches", bt, k)
@@ -474,6 +511,9 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 		return nil, t.budgetError(trainN, evalN, dataBytes)
 	}
 	t.engine = runtime.NewCPU(cfg.Budget)
+	if cfg.Comm != nil {
+		t.engine.SetCollective(cfg.Comm)
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -496,8 +536,25 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 	if err := t.initWeights(); err != nil {
 		return nil, err
 	}
+	if err := t.broadcastWeights(); err != nil {
+		return nil, err
+	}
 	ok = true
 	return t, nil
+}
+
+// broadcastWeights gives every process rank 0's variables (a
+// data-parallel run starts, and resumes, from one set of weights).
+func (t *Trainer) broadcastWeights() error {
+	if t.cfg.ranks() == 1 {
+		return nil
+	}
+	for _, v := range t.engine.Variables() {
+		if err := t.cfg.Comm.Broadcast(v.Tensor().Bytes(), 0); err != nil {
+			return fmt.Errorf("train: broadcasting %s from rank 0: %w", v.Name, err)
+		}
+	}
+	return nil
 }
 
 func (t *Trainer) budgetError(trainN, evalN int, dataBytes int64) error {

@@ -81,8 +81,21 @@ func (e *RunError) Error() string {
 	return s + "): " + e.Msg
 }
 
+// Collective is what an all-reduce instruction needs of the processes of a
+// data-parallel run (dist.Comm provides it).
+type Collective interface {
+	Rank() int
+	Size() int
+	// AllReduceSum sums buf's float32 or float64 elements over every
+	// process, in place.
+	AllReduceSum(buf []byte, dtype tensor.DType) error
+}
+
 // Bound is an Instr bound to the bytes of its buffers, ready to run.
 type Bound struct {
+	// Comm runs all-reduce instructions; nil means a single process.
+	Comm Collective
+
 	*Instr
 	out   []byte
 	in    [3][]byte
@@ -152,6 +165,17 @@ func (b *Bound) Run() error {
 	switch b.Op {
 	case graph.OpCast:
 		return b.cast()
+	case graph.OpAllReduce:
+		if len(b.out) > 0 && &b.out[0] != &b.in[0][0] {
+			copy(b.out, b.in[0])
+		}
+		if b.Comm == nil || b.Comm.Size() == 1 {
+			return nil
+		}
+		if err := b.Comm.AllReduceSum(b.out, b.DType); err != nil {
+			return b.fail("all-reduce over %d processes: %v", b.Comm.Size(), err)
+		}
+		return nil
 	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual:
 		return b.compare()
 	case graph.OpTranspose, graph.OpBroadcastTo, graph.OpConcat, graph.OpSlice, graph.OpUnslice,
