@@ -3,6 +3,7 @@ module github.com/headroom-ml/headroom
 go 1.26.0
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/mmcloughlin/avo v0.5.0
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -1,0 +1,359 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// fakeDriver implements driver in Go over host memory, with the semantics
+// the CUDA driver API documents, so that everything above the library (the
+// mem.Device contract, OOM errors, bounds checks, the row-major to
+// column-major GEMM mapping) is tested without a GPU. The real library is
+// only reached through load_cuda.go, which the GPU tests (-tags cuda)
+// exercise.
+type fakeDriver struct {
+	mu          sync.Mutex
+	devices     int
+	total       uint64 // device memory
+	granularity uint64 // cuMemAlloc rounds each allocation up to it in the free count
+	used        uint64
+	next        uint64            // next device address
+	allocs      map[uint64][]byte // live device allocations by address
+	sizes       []uint64          // every cuMemAlloc size asked, in order
+	memsets     int
+	host        map[unsafe.Pointer][]byte // pinned allocations
+	retained    int                       // primary context references
+	current     uintptr                   // the current context (one for all threads here)
+	streams     map[uintptr]bool
+	failAlloc   result // when set, cuMemAlloc fails with it
+}
+
+const fakeCtx = 0xc0ffee
+
+func newFakeDriver(total uint64) *fakeDriver {
+	return &fakeDriver{devices: 1, total: total, granularity: 2 << 20, next: 1 << 40,
+		allocs: map[uint64][]byte{}, host: map[unsafe.Pointer][]byte{}, streams: map[uintptr]bool{}}
+}
+
+func (f *fakeDriver) lock() func() { f.mu.Lock(); return f.mu.Unlock }
+
+// ready is the check the driver makes on calls that need a context.
+func (f *fakeDriver) ready() result {
+	if f.current != fakeCtx || f.retained == 0 {
+		return 201 // CUDA_ERROR_INVALID_CONTEXT
+	}
+	return cudaSuccess
+}
+
+// span returns the bytes [p, p+n) of one live allocation, or nil.
+func (f *fakeDriver) span(p, n uint64) []byte {
+	for base, b := range f.allocs {
+		if p >= base && p-base+n <= uint64(len(b)) {
+			return b[p-base : p-base+n]
+		}
+	}
+	return nil
+}
+
+func (f *fakeDriver) Init() result                    { return cudaSuccess }
+func (f *fakeDriver) DriverGetVersion() (int, result) { return 12080, cudaSuccess }
+func (f *fakeDriver) DeviceGetCount() (int, result)   { return f.devices, cudaSuccess }
+func (f *fakeDriver) DeviceGet(o int) (int32, result) {
+	if o < 0 || o >= f.devices {
+		return 0, cudaErrorInvalidDev
+	}
+	return int32(o), cudaSuccess
+}
+func (f *fakeDriver) DeviceGetName(dev int32) (string, result) { return "Fake GPU", cudaSuccess }
+func (f *fakeDriver) DeviceGetAttribute(attr, dev int32) (int, result) {
+	switch attr {
+	case attrComputeCapabilityMajor:
+		return 9, cudaSuccess
+	case attrComputeCapabilityMinor:
+		return 0, cudaSuccess
+	}
+	return 0, cudaErrorInvalidVal
+}
+func (f *fakeDriver) DevicePrimaryCtxRetain(dev int32) (uintptr, result) {
+	defer f.lock()()
+	f.retained++
+	return fakeCtx, cudaSuccess
+}
+func (f *fakeDriver) DevicePrimaryCtxRelease(dev int32) result {
+	defer f.lock()()
+	f.retained--
+	return cudaSuccess
+}
+func (f *fakeDriver) CtxSetCurrent(ctx uintptr) result {
+	defer f.lock()()
+	f.current = ctx
+	return cudaSuccess
+}
+func (f *fakeDriver) CtxSynchronize() result { defer f.lock()(); return f.ready() }
+func (f *fakeDriver) MemGetInfo() (uint64, uint64, result) {
+	defer f.lock()()
+	return f.total - f.used, f.total, f.ready()
+}
+func (f *fakeDriver) MemAlloc(n uint64) (uint64, result) {
+	defer f.lock()()
+	if r := f.ready(); r != cudaSuccess {
+		return 0, r
+	}
+	f.sizes = append(f.sizes, n)
+	if f.failAlloc != cudaSuccess {
+		return 0, f.failAlloc
+	}
+	rounded := (n + f.granularity - 1) / f.granularity * f.granularity
+	if n == 0 {
+		return 0, cudaErrorInvalidVal
+	}
+	if f.used+rounded > f.total {
+		return 0, cudaErrorOutOfMemory
+	}
+	p := f.next
+	f.next += rounded
+	f.used += rounded
+	f.allocs[p] = make([]byte, n)
+	return p, cudaSuccess
+}
+func (f *fakeDriver) MemFree(p uint64) result {
+	defer f.lock()()
+	b, ok := f.allocs[p]
+	if !ok {
+		return cudaErrorInvalidVal
+	}
+	f.used -= (uint64(len(b)) + f.granularity - 1) / f.granularity * f.granularity
+	delete(f.allocs, p)
+	return f.ready()
+}
+func (f *fakeDriver) MemsetD8(p uint64, v byte, n uint64) result {
+	defer f.lock()()
+	s := f.span(p, n)
+	if s == nil {
+		return cudaErrorInvalidVal
+	}
+	f.memsets++
+	for i := range s {
+		s[i] = v
+	}
+	return f.ready()
+}
+func hostBytes(p unsafe.Pointer, n uint64) []byte { return unsafe.Slice((*byte)(p), n) }
+func (f *fakeDriver) MemcpyHtoD(dst uint64, src unsafe.Pointer, n uint64) result {
+	defer f.lock()()
+	s := f.span(dst, n)
+	if s == nil {
+		return cudaErrorInvalidVal
+	}
+	copy(s, hostBytes(src, n))
+	return f.ready()
+}
+func (f *fakeDriver) MemcpyDtoH(dst unsafe.Pointer, src, n uint64) result {
+	defer f.lock()()
+	s := f.span(src, n)
+	if s == nil {
+		return cudaErrorInvalidVal
+	}
+	copy(hostBytes(dst, n), s)
+	return f.ready()
+}
+func (f *fakeDriver) MemcpyDtoD(dst, src, n uint64) result {
+	defer f.lock()()
+	d, s := f.span(dst, n), f.span(src, n)
+	if d == nil || s == nil {
+		return cudaErrorInvalidVal
+	}
+	copy(d, s)
+	return f.ready()
+}
+func (f *fakeDriver) MemcpyHtoDAsync(dst uint64, src unsafe.Pointer, n uint64, s uintptr) result {
+	if !f.streamOK(s) {
+		return cudaErrorInvalidVal
+	}
+	return f.MemcpyHtoD(dst, src, n)
+}
+func (f *fakeDriver) MemcpyDtoHAsync(dst unsafe.Pointer, src, n uint64, s uintptr) result {
+	if !f.streamOK(s) {
+		return cudaErrorInvalidVal
+	}
+	return f.MemcpyDtoH(dst, src, n)
+}
+func (f *fakeDriver) streamOK(s uintptr) bool { defer f.lock()(); return f.streams[s] }
+func (f *fakeDriver) MemHostAlloc(n uint64) (unsafe.Pointer, result) {
+	defer f.lock()()
+	// page-aligned, as cuMemHostAlloc's memory is
+	b := make([]byte, n+4096)
+	off := (4096 - uintptr(unsafe.Pointer(&b[0]))%4096) % 4096
+	b = b[off : off+uintptr(n)]
+	p := unsafe.Pointer(&b[0])
+	f.host[p] = b
+	return p, f.ready()
+}
+func (f *fakeDriver) MemFreeHost(p unsafe.Pointer) result {
+	defer f.lock()()
+	if _, ok := f.host[p]; !ok {
+		return cudaErrorInvalidVal
+	}
+	delete(f.host, p)
+	return f.ready()
+}
+func (f *fakeDriver) StreamCreate() (uintptr, result) {
+	defer f.lock()()
+	h := uintptr(len(f.streams) + 1)
+	f.streams[h] = true
+	return h, f.ready()
+}
+func (f *fakeDriver) StreamDestroy(s uintptr) result {
+	defer f.lock()()
+	if !f.streams[s] {
+		return cudaErrorInvalidVal
+	}
+	delete(f.streams, s)
+	return f.ready()
+}
+func (f *fakeDriver) StreamSynchronize(s uintptr) result {
+	defer f.lock()()
+	if !f.streams[s] {
+		return cudaErrorInvalidVal
+	}
+	return f.ready()
+}
+func (f *fakeDriver) GetErrorName(r result) string {
+	switch r {
+	case cudaErrorInvalidVal:
+		return "CUDA_ERROR_INVALID_VALUE"
+	case cudaErrorOutOfMemory:
+		return "CUDA_ERROR_OUT_OF_MEMORY"
+	case 201:
+		return "CUDA_ERROR_INVALID_CONTEXT"
+	}
+	return fmt.Sprintf("CUresult %d", r)
+}
+func (f *fakeDriver) GetErrorString(r result) string {
+	if r == cudaErrorOutOfMemory {
+		return "out of memory"
+	}
+	return ""
+}
+
+// fakeBLAS implements blas on a fakeDriver's memory: GEMM as the cuBLAS
+// documentation defines it, column-major, C = alpha·op(A)·op(B) + beta·C
+// (C is not read when beta is 0), with its checks on the leading
+// dimensions. It sums in float64.
+type fakeBLAS struct {
+	f         *fakeDriver
+	handles   int
+	workspace [2]uint64 // address, size
+	calls     int
+}
+
+func (b *fakeBLAS) Create() (uintptr, blasStatus) {
+	b.handles++
+	return uintptr(b.handles), blasSuccess
+}
+func (b *fakeBLAS) Destroy(h uintptr) blasStatus { b.handles--; return blasSuccess }
+func (b *fakeBLAS) GetVersion(h uintptr) (int, blasStatus) {
+	return 120903, blasSuccess
+}
+func (b *fakeBLAS) SetStream(h, s uintptr) blasStatus {
+	if !b.f.streamOK(s) {
+		return 7
+	}
+	return blasSuccess
+}
+func (b *fakeBLAS) SetWorkspace(h uintptr, p, n uint64) blasStatus {
+	defer b.f.lock()()
+	if p%256 != 0 || b.f.span(p, n) == nil {
+		return 7 // CUBLAS_STATUS_INVALID_VALUE
+	}
+	b.workspace = [2]uint64{p, n}
+	return blasSuccess
+}
+func (b *fakeBLAS) Sgemm(h uintptr, g *gemmArgs) blasStatus {
+	if g.AType != dataR32F || g.BType != dataR32F {
+		return 7
+	}
+	return b.gemm(g)
+}
+func (b *fakeBLAS) GemmEx(h uintptr, g *gemmArgs) blasStatus { return b.gemm(g) }
+func (b *fakeBLAS) StatusName(s blasStatus) string           { return statusName(s) }
+
+func (b *fakeBLAS) gemm(g *gemmArgs) blasStatus {
+	defer b.f.lock()()
+	b.calls++
+	M, N, K := int(g.M), int(g.N), int(g.K)
+	rowsA, rowsB := M, K // rows of A and B as stored
+	if g.TransA == blasOpT {
+		rowsA = K
+	}
+	if g.TransB == blasOpT {
+		rowsB = N
+	}
+	if M < 0 || N < 0 || K < 0 || int(g.LDA) < max(1, rowsA) || int(g.LDB) < max(1, rowsB) || int(g.LDC) < max(1, M) {
+		return 7
+	}
+	colsA, colsB := K, N
+	if g.TransA == blasOpT {
+		colsA = M
+	}
+	if g.TransB == blasOpT {
+		colsB = K
+	}
+	read := func(p uint64, typ int32, ld, rows, cols int) func(i, j int) float64 {
+		es := map[int32]int{dataR32F: 4, dataR16F: 2, dataR16BF: 2}[typ]
+		s := b.f.span(p, uint64(((cols-1)*ld+rows)*es))
+		if s == nil {
+			return nil
+		}
+		return func(i, j int) float64 {
+			o := (i + j*ld) * es
+			switch typ {
+			case dataR16F:
+				return float64(tensor.F16(binary.LittleEndian.Uint16(s[o:])).Float32())
+			case dataR16BF:
+				return float64(tensor.BF16(binary.LittleEndian.Uint16(s[o:])).Float32())
+			}
+			return float64(math.Float32frombits(binary.LittleEndian.Uint32(s[o:])))
+		}
+	}
+	if M == 0 || N == 0 {
+		return blasSuccess
+	}
+	A, B := read(g.A, g.AType, int(g.LDA), rowsA, colsA), read(g.B, g.BType, int(g.LDB), rowsB, colsB)
+	c := b.f.span(g.C, uint64(((N-1)*int(g.LDC)+M)*4))
+	if A == nil || B == nil || c == nil {
+		return 14 // the kernel would fault on an illegal address; cuBLAS reports an internal error
+	}
+	alpha, beta := float64(*g.Alpha), float64(*g.Beta)
+	for j := 0; j < N; j++ {
+		for i := 0; i < M; i++ {
+			var s float64
+			for p := 0; p < K; p++ {
+				a, bb := 0.0, 0.0
+				if g.TransA == blasOpN {
+					a = A(i, p)
+				} else {
+					a = A(p, i)
+				}
+				if g.TransB == blasOpN {
+					bb = B(p, j)
+				} else {
+					bb = B(j, p)
+				}
+				s += a * bb
+			}
+			o := (i + j*int(g.LDC)) * 4
+			v := alpha * s
+			if beta != 0 {
+				v += beta * float64(math.Float32frombits(binary.LittleEndian.Uint32(c[o:])))
+			}
+			binary.LittleEndian.PutUint32(c[o:], math.Float32bits(float32(v)))
+		}
+	}
+	return blasSuccess
+}
