@@ -171,6 +171,34 @@ func TestGradients(t *testing.T) {
 }
 
 func checkGrad(t *testing.T, c gradCase, seed uint64) {
+	r := newGradRun(t, c, seed, nil)
+	defer r.close()
+	r.loss()
+	analytic := r.grads()
+	eps := c.eps
+	if eps == 0 {
+		eps = 1e-6
+	}
+	for i := range r.vals {
+		numeric := testutil.NumericGrad(func([]float64) float64 { return r.loss() }, r.vals[i], eps)
+		if e := testutil.RelErr(analytic[i], numeric); !(e < 1e-6) {
+			t.Errorf("input %d: relative error %.3g >= 1e-6\nanalytic %v\nnumeric  %v", i, e, analytic[i], numeric)
+		}
+	}
+}
+
+// gradRun is c's loss sum(out * R), for a fixed random R, and its
+// gradients, compiled (recomputing what keep does not hold) and loaded,
+// with the variables drawn by c.init; vals views each variable's values.
+type gradRun struct {
+	t    *testing.T
+	e    *runtime.Engine
+	x    *runtime.Executable
+	vals [][]float64
+}
+
+func newGradRun(t *testing.T, c gradCase, seed uint64, keep func(*graph.Node) bool) *gradRun {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var xs []*graph.Node
 	prog, err := compile.Build(func() (*graph.Graph, compile.Options) {
@@ -186,7 +214,7 @@ func checkGrad(t *testing.T, c gradCase, seed uint64) {
 		}
 		loss := graph.ReduceSum(graph.Mul(out, g.Constant(r)))
 		opt := compile.Options{Outputs: []compile.Output{{Name: "loss", Node: loss}}}
-		for i, gr := range autodiff.Grad(loss, xs...) {
+		for i, gr := range autodiff.GradWith(loss, autodiff.Options{Keep: keep}, xs...) {
 			opt.Outputs = append(opt.Outputs, compile.Output{Name: "grad" + string(rune('a'+i)), Node: gr, Grad: true})
 		}
 		return g, opt
@@ -194,48 +222,48 @@ func checkGrad(t *testing.T, c gradCase, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := runtime.NewCPU(0)
-	defer e.Close()
-	x, err := e.Load(prog)
-	if err != nil {
+	r := &gradRun{t: t, e: runtime.NewCPU(0)}
+	if r.x, err = r.e.Load(prog); err != nil {
+		r.e.Close()
 		t.Fatal(err)
 	}
-	defer x.Close()
-	vals := make([][]float64, len(xs))
 	for i, n := range xs {
-		v, _ := e.Variable(n.Attr().Name)
-		vals[i] = v.Tensor().Float64s()
+		v, _ := r.e.Variable(n.Attr().Name)
+		vals := v.Tensor().Float64s()
 		if c.init != nil {
-			c.init(rng, i, vals[i])
+			c.init(rng, i, vals)
 		} else {
-			for j := range vals[i] {
-				vals[i][j] = rng.NormFloat64()
+			for j := range vals {
+				vals[j] = rng.NormFloat64()
 			}
 		}
+		r.vals = append(r.vals, vals)
 	}
-	lossOut, _ := x.Output("loss")
-	run := func() float64 {
-		if err := x.Run(); err != nil {
-			t.Fatal(err)
-		}
-		return lossOut.Float64s()[0]
+	return r
+}
+
+// loss runs the step and returns the loss.
+func (r *gradRun) loss() float64 {
+	if err := r.x.Run(); err != nil {
+		r.t.Fatal(err)
 	}
-	run()
-	analytic := make([][]float64, len(xs))
-	for i := range xs {
-		g, _ := x.Output("grad" + string(rune('a'+i)))
-		analytic[i] = append([]float64(nil), g.Float64s()...)
+	l, _ := r.x.Output("loss")
+	return l.Float64s()[0]
+}
+
+// grads returns copies of the last run's gradients.
+func (r *gradRun) grads() [][]float64 {
+	out := make([][]float64, len(r.vals))
+	for i := range out {
+		g, _ := r.x.Output("grad" + string(rune('a'+i)))
+		out[i] = append([]float64(nil), g.Float64s()...)
 	}
-	eps := c.eps
-	if eps == 0 {
-		eps = 1e-6
-	}
-	for i := range xs {
-		numeric := testutil.NumericGrad(func([]float64) float64 { return run() }, vals[i], eps)
-		if e := testutil.RelErr(analytic[i], numeric); !(e < 1e-6) {
-			t.Errorf("input %d: relative error %.3g >= 1e-6\nanalytic %v\nnumeric  %v", i, e, analytic[i], numeric)
-		}
-	}
+	return out
+}
+
+func (r *gradRun) close() {
+	r.x.Close()
+	r.e.Close()
 }
 
 // TestGradientsCoverEveryRule proves the checks above exercise every op with
@@ -280,54 +308,8 @@ func TestRematGivesTheSameGradients(t *testing.T) {
 }
 
 func gradsOf(t *testing.T, c gradCase, seed uint64, keep func(*graph.Node) bool) [][]float64 {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	var xs []*graph.Node
-	prog, err := compile.Build(func() (*graph.Graph, compile.Options) {
-		g := graph.New()
-		xs = xs[:0]
-		for i, s := range c.shapes {
-			xs = append(xs, g.Param(string(rune('a'+i)), tensor.Float64, s))
-		}
-		out := c.build(g, xs)
-		r := tensor.New(tensor.Float64, out.Shape())
-		for i := 0; i < r.Len(); i++ {
-			r.SetFloat64At(i, rng.NormFloat64())
-		}
-		loss := graph.ReduceSum(graph.Mul(out, g.Constant(r)))
-		opt := compile.Options{Outputs: []compile.Output{{Name: "loss", Node: loss}}}
-		for i, gr := range autodiff.GradWith(loss, autodiff.Options{Keep: keep}, xs...) {
-			opt.Outputs = append(opt.Outputs, compile.Output{Name: "grad" + string(rune('a'+i)), Node: gr, Grad: true})
-		}
-		return g, opt
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := runtime.NewCPU(0)
-	defer e.Close()
-	x, err := e.Load(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	for i, n := range xs {
-		v, _ := e.Variable(n.Attr().Name)
-		vals := v.Tensor().Float64s()
-		if c.init != nil {
-			c.init(rng, i, vals)
-		} else {
-			for j := range vals {
-				vals[j] = rng.NormFloat64()
-			}
-		}
-	}
-	if err := x.Run(); err != nil {
-		t.Fatal(err)
-	}
-	out := make([][]float64, len(xs))
-	for i := range xs {
-		g, _ := x.Output("grad" + string(rune('a'+i)))
-		out[i] = append([]float64(nil), g.Float64s()...)
-	}
-	return out
+	r := newGradRun(t, c, seed, keep)
+	defer r.close()
+	r.loss()
+	return r.grads()
 }

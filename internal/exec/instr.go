@@ -191,56 +191,31 @@ func (b *Bound) Run() error {
 			return move[uint64](b)
 		}
 	}
+	if b.Op == graph.OpFused {
+		b.fusedParallel()
+		return nil
+	}
 	switch b.DType {
 	case tensor.Float32:
-		if b.Op == graph.OpFused {
-			b.fusedParallel()
-			return nil
-		}
 		return compute[float32](b)
 	case tensor.Float64:
-		if b.Op == graph.OpFused {
-			b.fusedParallel()
-			return nil
-		}
 		return compute[float64](b)
 	}
 	return b.fail("no kernel for %s on %s", b.Op, b.DType)
 }
 
 // binaryOp maps an arithmetic op to its kernel operator.
-func binaryOp(op graph.Op) kernels.BinaryOp {
-	switch op {
-	case graph.OpAdd:
-		return kernels.Add
-	case graph.OpSub:
-		return kernels.Sub
-	case graph.OpMul:
-		return kernels.Mul
-	case graph.OpDiv:
-		return kernels.Div
-	case graph.OpMaximum:
-		return kernels.Max
-	case graph.OpMinimum:
-		return kernels.Min
-	}
-	panic("exec: not a binary op: " + op.String())
+func binaryOp(op graph.Op) kernels.BinaryOp { return binaryOps[op] }
+
+// compareOp maps a comparison to its kernel operator.
+func compareOp(op graph.Op) kernels.CompareOp { return compareOps[op] }
+
+var binaryOps = [graph.NumOps]kernels.BinaryOp{
+	graph.OpAdd: kernels.Add, graph.OpSub: kernels.Sub, graph.OpMul: kernels.Mul,
+	graph.OpDiv: kernels.Div, graph.OpMaximum: kernels.Max, graph.OpMinimum: kernels.Min,
 }
 
-func compareOp(op graph.Op) kernels.CompareOp {
-	switch op {
-	case graph.OpEqual:
-		return kernels.Equal
-	case graph.OpNotEqual:
-		return kernels.NotEqual
-	case graph.OpLess:
-		return kernels.Less
-	case graph.OpLessEqual:
-		return kernels.LessEqual
-	case graph.OpGreater:
-		return kernels.Greater
-	case graph.OpGreaterEqual:
-		return kernels.GreaterEqual
-	}
-	panic("exec: not a comparison: " + op.String())
+var compareOps = [graph.NumOps]kernels.CompareOp{
+	graph.OpEqual: kernels.Equal, graph.OpNotEqual: kernels.NotEqual, graph.OpLess: kernels.Less,
+	graph.OpLessEqual: kernels.LessEqual, graph.OpGreater: kernels.Greater, graph.OpGreaterEqual: kernels.GreaterEqual,
 }
