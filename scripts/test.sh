@@ -5,14 +5,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
+# mpirun as root (CI runs as root) needs these
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fuzztime=${FUZZTIME:-4s}
 
 step() { printf '\n== %s\n' "$*"; }
 
 step "system packages"
 # Debian packages the tests use: headless Chromium (the HTML report is
-# opened in it), a font for its text, and the Fashion-MNIST files.
+# opened in it), a font for its text, the Fashion-MNIST files, and Open MPI
+# (the distributed tests build with -tags mpi and run under mpirun).
 need=()
+command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
+[ -f /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] || [ -f /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
@@ -34,6 +40,8 @@ CGO_ENABLED=0 go build ./...
 # the GPU backend loads CUDA at run time: its build needs no cgo and no CUDA
 go vet -tags cuda ./...
 CGO_ENABLED=0 go build -tags cuda ./...
+# the MPI engine is cgo behind its tag
+go vet -tags mpi ./...
 
 step "unit tests"
 go test -count=1 ./...

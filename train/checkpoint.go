@@ -94,3 +94,17 @@ func (t *Trainer) restore(dir string) (step int64, epoch int, err error) {
 	}
 	return step, epoch, nil
 }
+
+// SaveWeights writes every variable (weights, statistics, optimizer state)
+// to path as one safetensors file, atomically, as Keras' model.save does
+// for a model's state.
+func (t *Trainer) SaveWeights(path string) error {
+	var entries []checkpoint.Entry
+	for _, v := range t.engine.Variables() {
+		entries = append(entries, checkpoint.Entry{Name: v.Name, Tensor: v.Tensor()})
+	}
+	if err := checkpoint.Save(path, entries, map[string]string{"optimizer": t.cfg.Optimizer.Name()}); err != nil {
+		return fmt.Errorf("train: saving weights: %w", err)
+	}
+	return nil
+}

@@ -70,7 +70,7 @@ func (t *Trainer) Fit(data *Examples) (*History, error) {
 	for ep := r.h.StartEpoch; ep < t.cfg.Epochs && !t.stop; ep++ {
 		e := r.epochBegin(ep)
 		shuffle(perm, t.cfg.Seed, ep)
-		for i := 0; i < data.N; i += t.cfg.Batch {
+		for i := 0; i < data.N && !r.done(); i += t.cfg.Batch {
 			src.idx = perm[i:min(i+t.cfg.Batch, data.N)]
 			if err := r.update(e, len(src.idx), batches, src); err != nil {
 				return r.h, err
@@ -143,6 +143,16 @@ func (t *Trainer) begin() (*fitRun, error) {
 	}
 	t.lrScale = 1
 	return r, nil
+}
+
+// done reports whether MaxSteps are done; Fit then ends after the epoch's
+// end-of-epoch work.
+func (r *fitRun) done() bool {
+	if r.t.cfg.MaxSteps > 0 && r.step >= r.t.cfg.MaxSteps {
+		r.t.stop = true
+		return true
+	}
+	return false
 }
 
 func (r *fitRun) epochBegin(ep int) *epochRun {

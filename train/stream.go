@@ -41,7 +41,7 @@ func (t *Trainer) FitStream(ctx context.Context, ds data.Dataset[data.Batch], dc
 		err = func() error {
 			defer it.Close()
 			last := false
-			for {
+			for !r.done() {
 				b, err := it.Next()
 				if err != nil {
 					if isEnd(err) {
@@ -58,6 +58,7 @@ func (t *Trainer) FitStream(ctx context.Context, ds data.Dataset[data.Batch], dc
 					return err
 				}
 			}
+			return nil
 		}()
 		if err != nil {
 			return r.h, err

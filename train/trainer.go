@@ -42,6 +42,9 @@ type Config struct {
 	// Threads is how many threads the step's kernels are planned for (0:
 	// one); set kernels.SetThreads to match.
 	Threads int
+	// MaxSteps, when > 0, ends training after that many optimizer steps
+	// (the epoch in progress ends there).
+	MaxSteps int64
 	// Comm, when it has more than one process, makes the run data-parallel:
 	// each process trains on its share of every batch (Batch is the global
 	// batch; each runs Batch/Size), gradients are summed over the processes

@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/headroom-ml/headroom/datasets"
+	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/nn/keras"
@@ -74,6 +75,7 @@ func (o *options) finish() error {
 		o.budgetBytes = b
 	}
 	runtime.GOMAXPROCS(o.threads)
+	kernels.SetThreads(o.threads)
 	return nil
 }
 
@@ -113,7 +115,7 @@ func (o *options) config(trainSet, testSet *train.Examples) (train.Config, error
 		return train.Config{}, err
 	}
 	return train.Config{Model: m, Loss: loss, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
-		Seed: o.seed, Budget: o.budgetBytes, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat}, nil
+		Seed: o.seed, Budget: o.budgetBytes, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}, nil
 }
 
 // kerasModel reads --keras and checks it against the data: the input must

@@ -7,9 +7,11 @@ import (
 	"os"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/headroom-ml/headroom/dist"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/profile"
 	"github.com/headroom-ml/headroom/train"
@@ -23,6 +25,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
 	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
 	quiet := fs.Bool("quiet", false, "print only the RESULT line")
+	maxSteps := fs.Int64("max-steps", 0, "stop after this many optimizer steps (0: run every epoch)")
+	savePath := fs.String("save", "", "write the final weights and optimizer state to this safetensors file")
+	rankTimeout := fs.Duration("rank-timeout", 60*time.Second, "under mpirun: how long a collective may wait for the other processes before the job fails naming the missing rank")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of training to this file (go tool pprof)")
 	strict := fs.Bool("strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
 	fitBudget := fs.Bool("fit-to-budget", false, "choose micro-batches, recomputation (and, with --allow-precision, 16-bit activations) so the run fits --budget, keeping the effective batch")
@@ -52,7 +57,20 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory = *ckpt, *resume, *strict
+	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory, cfg.MaxSteps = *ckpt, *resume, *strict, *maxSteps
+	// Under mpirun (a binary built with -tags mpi) the run is data-parallel;
+	// otherwise this is a single process.
+	comm, err := dist.Open(dist.Options{Timeout: *rankTimeout})
+	if err != nil {
+		return err
+	}
+	defer comm.Close()
+	if comm.Size() > 1 {
+		cfg.Comm = comm
+		if comm.Rank() != 0 { // one process reports
+			stdout, *quiet = io.Discard, true
+		}
+	}
 	var tb *profile.TensorBoard
 	if o.profileDir != "" {
 		tb = &profile.TensorBoard{Dir: o.profileDir}
@@ -108,6 +126,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *savePath != "" && comm.Rank() == 0 {
+		if err := t.SaveWeights(*savePath); err != nil {
+			return err
+		}
+	}
 	if o.profileDir != "" {
 		if err := profile.WriteAll(o.profileDir, t.Plan, h, o.model); err != nil {
 			return err
@@ -132,9 +155,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d\n",
+	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d\n",
 		o.model, o.dataset, o.threads, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
-		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate), max(1, cfg.Accumulate), saved, h.SkippedSteps)
+		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate)/comm.Size(), max(1, cfg.Accumulate), saved, h.SkippedSteps, comm.Size())
 	return nil
 }
 
