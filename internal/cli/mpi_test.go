@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train/checkpoint"
@@ -99,4 +102,89 @@ func relDiff(a, b tensor.Tensor) float64 {
 		norm += b.Float64At(i) * b.Float64At(i)
 	}
 	return math.Sqrt(diff / max(norm, 1e-30))
+}
+
+// TestMPILostRank kills one rank of a training job mid-run: the job must
+// end non-zero within the collective timeout, naming the lost rank, and
+// leave no process behind.
+func TestMPILostRank(t *testing.T) {
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Fatal("mpirun not found: install Debian's openmpi-bin and libopenmpi-dev (scripts/test.sh does)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "headroom-lost-rank")
+	if out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, "github.com/headroom-ml/headroom/cmd/headroom").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags mpi: %v\n%s", err, out)
+	}
+	cmd := exec.Command(mpirun, "--oversubscribe", "--bind-to", "none", "-np", "2", bin, "train", "--epochs", "100000", "--threads", "1", "--rank-timeout", "5s", "--quiet")
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	victim := 0
+	for deadline := time.Now().Add(30 * time.Second); victim == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		victim = rankPID(bin, "1")
+	}
+	if victim == 0 {
+		cmd.Process.Kill()
+		t.Fatalf("rank 1 never appeared; output:\n%s", out.String())
+	}
+	time.Sleep(2 * time.Second) // let it train
+	killed := time.Now()
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the job did not end within 30 s of losing rank 1; output:\n%s", out.String())
+	}
+	t.Logf("job ended %.1fs after rank 1 was killed: %v", time.Since(killed).Seconds(), err)
+	if err == nil {
+		t.Errorf("the job exited 0 after losing rank 1")
+	}
+	if !strings.Contains(out.String(), "rank 1") {
+		t.Errorf("the output does not name rank 1:\n%s", out.String())
+	}
+	time.Sleep(500 * time.Millisecond)
+	if pid := rankPID(bin, ""); pid != 0 {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("process %d of the job is still running", pid)
+	}
+}
+
+// rankPID returns the pid of a live process running bin whose
+// OMPI_COMM_WORLD_RANK is rank ("": any rank), or 0.
+func rankPID(bin, rank string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || exe != bin {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
+			continue // a zombie is not running
+		}
+		if rank == "" {
+			return pid
+		}
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == "OMPI_COMM_WORLD_RANK="+rank {
+				return pid
+			}
+		}
+	}
+	return 0
 }
