@@ -77,3 +77,22 @@ func AllReduceSum(x *Node) *Node {
 	}
 	return x.g.add(OpAllReduce, x.dtype, x.shape, Attr{}, x)
 }
+
+// ReduceScatterSum sums the vector x [n] over the size processes of a
+// data-parallel run and returns this process's block of the sum,
+// [n/size] (rank r gets elements [r·n/size, (r+1)·n/size)).
+func ReduceScatterSum(x *Node, size int) *Node {
+	if x.shape.Rank() != 1 || size <= 0 || x.shape[0]%size != 0 {
+		x.g.throw(OpReduceScatter, "needs a vector whose length divides into %d blocks, got %v", size, x.shape)
+	}
+	return x.g.add(OpReduceScatter, x.dtype, tensor.Shape{x.shape[0] / size}, Attr{Depth: size}, x)
+}
+
+// AllGather concatenates every process's vector x [m], in rank order:
+// [m·size].
+func AllGather(x *Node, size int) *Node {
+	if x.shape.Rank() != 1 || size <= 0 {
+		x.g.throw(OpAllGather, "needs a vector, got %v", x.shape)
+	}
+	return x.g.add(OpAllGather, x.dtype, tensor.Shape{x.shape[0] * size}, Attr{Depth: size}, x)
+}

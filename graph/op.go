@@ -95,6 +95,8 @@ const (
 	// OpAllReduce sums its input over every process of a data-parallel run
 	// (internal; built by train for gradients).
 	OpAllReduce
+	OpReduceScatter // sum over processes, keep this process's block
+	OpAllGather     // concatenate every process's block
 
 	NumOps
 )
@@ -175,6 +177,8 @@ var opInfo = [NumOps]struct {
 	OpAvgPool2DGrad:           {"avg_pool2d_grad", ClassOther},
 	OpFused:                   {"fused", ClassElementwise},
 	OpAllReduce:               {"all_reduce", ClassElementwise},
+	OpReduceScatter:           {"reduce_scatter", ClassOther},
+	OpAllGather:               {"all_gather", ClassOther},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

@@ -15,6 +15,11 @@ type Optimizer interface {
 	// Apply appends the update of each param from its gradient (same
 	// order). It declares the optimizer's state variables and hyper inputs.
 	Apply(g *graph.Graph, params, grads []*graph.Node)
+	// Update returns the new value of w, the current value of param p (p
+	// itself, or a slice of it when the optimizer state is sharded), from
+	// its gradient, assigning the state it keeps (shaped like w, named after
+	// p) but not p.
+	Update(g *graph.Graph, p, w, grad *graph.Node) *graph.Node
 	// Feed sets each hyper input for a step (counted from 1) at learning
 	// rate lr, through set(name, value). It allocates nothing.
 	Feed(step int64, lr float64, set func(name string, v float64))
@@ -46,12 +51,21 @@ func hyper(g *graph.Graph, name string, dt tensor.DType) *graph.Node {
 }
 
 // state declares an optimizer state variable shaped like p.
-func state(g *graph.Graph, p *graph.Node, slot string) *graph.Node {
+// state declares the optimizer state slot of param p, shaped like w.
+func state(g *graph.Graph, p, w *graph.Node, slot string) *graph.Node {
 	name := p.Attr().Name + "/" + slot
 	if v, ok := g.LookupVariable(name); ok {
 		return v
 	}
-	return g.Variable(name, graph.RoleOptState, p.DType(), p.Shape())
+	return g.Variable(name, graph.RoleOptState, w.DType(), w.Shape())
+}
+
+// apply assigns each param its update.
+func apply(o Optimizer, g *graph.Graph, params, grads []*graph.Node) {
+	defer begin(g, o.Name())()
+	for i, p := range params {
+		graph.Assign(p, o.Update(g, p, p, grads[i]))
+	}
 }
 
 func begin(g *graph.Graph, name string) func() {
@@ -70,26 +84,24 @@ type SGD struct {
 
 func (o *SGD) Name() string { return "sgd" }
 
-func (o *SGD) Apply(g *graph.Graph, params, grads []*graph.Node) {
-	defer begin(g, "sgd")()
-	for i, p := range params {
-		lr := hyper(g, "opt/lr", p.DType())
-		gr := grads[i]
-		if o.WeightDecay != 0 {
-			gr = graph.Add(gr, graph.MulScalar(p, o.WeightDecay))
-		}
-		step := gr
-		if o.Momentum != 0 {
-			b := state(g, p, "momentum")
-			nb := graph.Add(graph.MulScalar(b, o.Momentum), gr)
-			graph.Assign(b, nb)
-			step = nb
-			if o.Nesterov {
-				step = graph.Add(gr, graph.MulScalar(nb, o.Momentum))
-			}
-		}
-		graph.Assign(p, graph.Sub(p, graph.Mul(step, lr)))
+func (o *SGD) Apply(g *graph.Graph, params, grads []*graph.Node) { apply(o, g, params, grads) }
+
+func (o *SGD) Update(g *graph.Graph, p, w, gr *graph.Node) *graph.Node {
+	lr := hyper(g, "opt/lr", w.DType())
+	if o.WeightDecay != 0 {
+		gr = graph.Add(gr, graph.MulScalar(w, o.WeightDecay))
 	}
+	step := gr
+	if o.Momentum != 0 {
+		b := state(g, p, w, "momentum")
+		nb := graph.Add(graph.MulScalar(b, o.Momentum), gr)
+		graph.Assign(b, nb)
+		step = nb
+		if o.Nesterov {
+			step = graph.Add(gr, graph.MulScalar(nb, o.Momentum))
+		}
+	}
+	return graph.Sub(w, graph.Mul(step, lr))
 }
 
 func (o *SGD) Feed(step int64, lr float64, set func(string, float64)) { set("opt/lr", lr) }
@@ -122,31 +134,28 @@ func (o *Adam) betas() (b1, b2, eps float64) {
 	return
 }
 
-func (o *Adam) Apply(g *graph.Graph, params, grads []*graph.Node) {
-	defer begin(g, o.Name())()
+func (o *Adam) Apply(g *graph.Graph, params, grads []*graph.Node) { apply(o, g, params, grads) }
+
+func (o *Adam) Update(g *graph.Graph, p, w, gr *graph.Node) *graph.Node {
 	b1, b2, eps := o.betas()
-	for i, p := range params {
-		dt := p.DType()
-		stepSize := hyper(g, "opt/step_size", dt) // lr / (1 - β1ᵗ)
-		bias2 := hyper(g, "opt/bias2_sqrt", dt)   // √(1 - β2ᵗ)
-		gr := grads[i]
-		w := p
-		if o.WeightDecay != 0 {
-			if o.Decoupled {
-				w = graph.Sub(p, graph.Mul(p, hyper(g, "opt/lr_wd", dt))) // w·(1 - lr·wd)
-			} else {
-				gr = graph.Add(gr, graph.MulScalar(p, o.WeightDecay))
-			}
+	dt := w.DType()
+	stepSize := hyper(g, "opt/step_size", dt) // lr / (1 - β1ᵗ)
+	bias2 := hyper(g, "opt/bias2_sqrt", dt)   // √(1 - β2ᵗ)
+	if o.WeightDecay != 0 {
+		if o.Decoupled {
+			w = graph.Sub(w, graph.Mul(w, hyper(g, "opt/lr_wd", dt))) // w·(1 - lr·wd)
+		} else {
+			gr = graph.Add(gr, graph.MulScalar(w, o.WeightDecay))
 		}
-		m, v := state(g, p, "m"), state(g, p, "v")
-		nm := graph.Add(graph.MulScalar(m, b1), graph.MulScalar(gr, 1-b1))
-		nv := graph.Add(graph.MulScalar(v, b2), graph.MulScalar(graph.Square(gr), 1-b2))
-		denom := graph.AddScalar(graph.Div(graph.Sqrt(nv), bias2), eps)
-		nw := graph.Sub(w, graph.Mul(stepSize, graph.Div(nm, denom)))
-		graph.Assign(m, nm)
-		graph.Assign(v, nv)
-		graph.Assign(p, nw)
 	}
+	m, v := state(g, p, w, "m"), state(g, p, w, "v")
+	nm := graph.Add(graph.MulScalar(m, b1), graph.MulScalar(gr, 1-b1))
+	nv := graph.Add(graph.MulScalar(v, b2), graph.MulScalar(graph.Square(gr), 1-b2))
+	denom := graph.AddScalar(graph.Div(graph.Sqrt(nv), bias2), eps)
+	nw := graph.Sub(w, graph.Mul(stepSize, graph.Div(nm, denom)))
+	graph.Assign(m, nm)
+	graph.Assign(v, nv)
+	return nw
 }
 
 func (o *Adam) Feed(step int64, lr float64, set func(string, float64)) {

@@ -5,6 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
+
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/runtime"
+	"github.com/headroom-ml/headroom/tensor"
 
 	"github.com/headroom-ml/headroom/train/checkpoint"
 )
@@ -17,19 +22,62 @@ type Checkpoint struct {
 }
 
 func (c *Checkpoint) OnEpochEnd(t *Trainer, log *EpochLog) error {
-	if t.cfg.ranks() > 1 && t.cfg.Comm.Rank() != 0 {
-		return nil // rank 0 writes; every process holds the same weights
-	}
 	_, err := t.SaveCheckpoint(c.Dir, log.Steps, log.Epoch, c.Keep)
 	return err
 }
 
-// SaveCheckpoint writes the model's state after step (in epoch) to dir,
-// atomically, and returns the file's path.
-func (t *Trainer) SaveCheckpoint(dir string, step int64, epoch, keep int) (string, error) {
+// entries returns every variable as a checkpoint entry. A sharded
+// optimizer state is gathered from every process into the tensor an
+// unsharded run would hold (so any number of processes can resume from
+// it): every process of the run must call it.
+func (t *Trainer) entries() ([]checkpoint.Entry, error) {
 	var entries []checkpoint.Entry
 	for _, v := range t.engine.Variables() {
-		entries = append(entries, checkpoint.Entry{Name: v.Name, Tensor: v.Tensor()})
+		x := v.Tensor()
+		if p, ok := t.shardOf(v); ok {
+			size := t.cfg.ranks()
+			full := make([]byte, len(x.Bytes())*size)
+			if err := t.cfg.Comm.AllGather(x.Bytes(), full); err != nil {
+				return nil, fmt.Errorf("train: gathering %s: %w", v.Name, err)
+			}
+			n := p.Shape.Size()
+			var err error
+			if x, err = tensor.FromBytes(v.DType, p.Shape, full[:n*v.DType.Size()]); err != nil {
+				return nil, err
+			}
+		}
+		entries = append(entries, checkpoint.Entry{Name: v.Name, Tensor: x})
+	}
+	return entries, nil
+}
+
+// shardOf returns the parameter whose optimizer state v is this process's
+// block of, when the state is sharded.
+func (t *Trainer) shardOf(v *runtime.Variable) (*runtime.Variable, bool) {
+	if !t.cfg.sharded() || v.Role != graph.RoleOptState {
+		return nil, false
+	}
+	i := strings.LastIndexByte(v.Name, '/')
+	if i < 0 {
+		return nil, false
+	}
+	p, ok := t.engine.Variable(v.Name[:i])
+	if !ok || p.Shape.Size() == v.Shape.Size() && v.Shape.Equal(p.Shape) {
+		return nil, false
+	}
+	return p, true
+}
+
+// SaveCheckpoint writes the model's state after step (in epoch) to dir,
+// atomically, and returns the file's path. In a data-parallel run every
+// process calls it and rank 0 writes.
+func (t *Trainer) SaveCheckpoint(dir string, step int64, epoch, keep int) (string, error) {
+	entries, err := t.entries()
+	if err != nil {
+		return "", err
+	}
+	if t.cfg.ranks() > 1 && t.cfg.Comm.Rank() != 0 {
+		return "", nil
 	}
 	meta := map[string]string{
 		checkpoint.KeyEpoch:        strconv.Itoa(epoch),
@@ -84,12 +132,22 @@ func (t *Trainer) restore(dir string) (step int64, epoch int, err error) {
 		if !ok {
 			return 0, 0, fmt.Errorf("train: resume: %s has no tensor %q", path, v.Name)
 		}
+		if p, ok := t.shardOf(v); ok && src.DType() == v.DType && src.Shape().Equal(p.Shape) {
+			// this process's block of a full optimizer state (zero-padded)
+			sz := v.DType.Size()
+			block := v.Shape.Size() * sz
+			lo := min(t.cfg.Comm.Rank()*block, len(src.Bytes()))
+			dst := v.Tensor().Bytes()
+			clear(dst)
+			copy(dst, src.Bytes()[lo:min(lo+block, len(src.Bytes()))])
+			continue
+		}
 		if src.DType() != v.DType || !src.Shape().Equal(v.Shape) {
 			return 0, 0, fmt.Errorf("train: resume: %s holds %q as %s%v, the model needs %s%v", path, v.Name, src.DType(), src.Shape(), v.DType, v.Shape)
 		}
 		copy(v.Tensor().Bytes(), src.Bytes())
 	}
-	if err := t.broadcastWeights(); err != nil { // every process resumes from rank 0's reading
+	if err := t.broadcastWeights(); err != nil { // every process resumes from rank 0's weights
 		return 0, 0, err
 	}
 	return step, epoch, nil
@@ -99,9 +157,12 @@ func (t *Trainer) restore(dir string) (step int64, epoch int, err error) {
 // to path as one safetensors file, atomically, as Keras' model.save does
 // for a model's state.
 func (t *Trainer) SaveWeights(path string) error {
-	var entries []checkpoint.Entry
-	for _, v := range t.engine.Variables() {
-		entries = append(entries, checkpoint.Entry{Name: v.Name, Tensor: v.Tensor()})
+	entries, err := t.entries()
+	if err != nil {
+		return err
+	}
+	if t.cfg.ranks() > 1 && t.cfg.Comm.Rank() != 0 {
+		return nil
 	}
 	if err := checkpoint.Save(path, entries, map[string]string{"optimizer": t.cfg.Optimizer.Name()}); err != nil {
 		return fmt.Errorf("train: saving weights: %w", err)

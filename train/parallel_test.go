@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/tensor"
@@ -19,12 +20,13 @@ type localGroup struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
 	bufs  [][]byte
+	outs  [][]byte
 	round int
 	seen  int
 }
 
 func newLocalGroup(size int) *localGroup {
-	g := &localGroup{size: size, bufs: make([][]byte, size)}
+	g := &localGroup{size: size, bufs: make([][]byte, size), outs: make([][]byte, size)}
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
@@ -37,14 +39,18 @@ type localRank struct {
 func (r localRank) Rank() int { return r.rank }
 func (r localRank) Size() int { return r.g.size }
 
-// exchange deposits buf, and once every rank has, runs combine (on the
-// last to arrive) and releases them all.
-func (r localRank) exchange(buf []byte, combine func(bufs [][]byte)) {
+// exchange deposits buf (and out, where the rank wants a result), and
+// once every rank has, runs combine (on the last to arrive) and releases
+// them all.
+func (r localRank) exchange(buf []byte, combine func(bufs [][]byte), out ...[]byte) {
 	g := r.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	round := g.round
 	g.bufs[r.rank] = buf
+	if len(out) > 0 {
+		g.outs[r.rank] = out[0]
+	}
 	g.seen++
 	if g.seen == g.size {
 		combine(g.bufs)
@@ -71,6 +77,27 @@ func (r localRank) AllReduceSum(buf []byte, dt tensor.DType) error {
 			copy(b, sum.Bytes())
 		}
 	})
+	return nil
+}
+
+func (r localRank) ReduceScatterSum(send, recv []byte, dt tensor.DType) error {
+	full := append([]byte(nil), send...)
+	if err := r.AllReduceSum(full, dt); err != nil {
+		return err
+	}
+	copy(recv, full[r.rank*len(recv):(r.rank+1)*len(recv)])
+	return nil
+}
+
+func (r localRank) AllGather(send, recv []byte) error {
+	g := r.g
+	r.exchange(send, func(bufs [][]byte) {
+		for _, out := range g.outs {
+			for i, b := range bufs {
+				copy(out[i*len(b):(i+1)*len(b)], b)
+			}
+		}
+	}, recv)
 	return nil
 }
 
@@ -159,5 +186,122 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 				t.Fatalf("ranks disagree at weight %d: %v vs %v", i, got[0][i], got[1][i])
 			}
 		}
+	}
+}
+
+// TestShardedOptimizerState: with ZeRO stage 1 two ranks end with the
+// weights of the unsharded run, each holding about half the optimizer state.
+func TestShardedOptimizerState(t *testing.T) {
+	data := blobs(16, 1000, 8, 4)
+	run := func(shard bool) ([][]float64, []int64) {
+		group := newLocalGroup(2)
+		weights := make([][]float64, 2)
+		optBytes := make([]int64, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for rank := 0; rank < 2; rank++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9,
+					Comm: localRank{g: group, rank: rank}, ShardOptimizer: shard}
+				tr, err := train.New(c, data)
+				if err != nil {
+					errs[rank] = err
+					return
+				}
+				defer tr.Close()
+				if _, err := tr.Fit(data); err != nil {
+					errs[rank] = err
+					return
+				}
+				weights[rank] = paramValues(tr)
+				optBytes[rank] = tr.Engine().Ledger().LiveBy(mem.OptState)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return weights, optBytes
+	}
+	plain, plainOpt := run(false)
+	sharded, shardedOpt := run(true)
+	for rank := range sharded {
+		var diff, norm float64
+		for i := range plain[rank] {
+			diff += (sharded[rank][i] - plain[rank][i]) * (sharded[rank][i] - plain[rank][i])
+			norm += plain[rank][i] * plain[rank][i]
+		}
+		rel := math.Sqrt(diff / norm)
+		ratio := float64(shardedOpt[rank]) / float64(plainOpt[rank])
+		t.Logf("rank %d: weights differ by %.3g; optimizer state %d B vs %d B (%.3fx)", rank, rel, shardedOpt[rank], plainOpt[rank], ratio)
+		if rel > 1e-5 {
+			t.Errorf("rank %d: sharded weights differ by %.3g relative, want <= 1e-5", rank, rel)
+		}
+		if ratio > 0.51 {
+			t.Errorf("rank %d holds %.3fx the unsharded optimizer state, want <= 0.51", rank, ratio)
+		}
+	}
+}
+
+// TestShardedCheckpointResumes: a checkpoint of a sharded run holds the full
+// optimizer state, and two ranks resumed from it (sharded) continue as an
+// uninterrupted run does; one process can resume from it too.
+func TestShardedCheckpointResumes(t *testing.T) {
+	data := blobs(17, 512, 8, 4)
+	run := func(epochs int, dir string, resume bool) [][]float64 {
+		group := newLocalGroup(2)
+		weights := make([][]float64, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for rank := 0; rank < 2; rank++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: epochs, Batch: 128, Seed: 9,
+					Comm: localRank{g: group, rank: rank}, ShardOptimizer: true, CheckpointDir: dir, Resume: resume}
+				tr, err := train.New(c, data)
+				if err != nil {
+					errs[rank] = err
+					return
+				}
+				defer tr.Close()
+				if _, err := tr.Fit(data); err != nil {
+					errs[rank] = err
+					return
+				}
+				weights[rank] = paramValues(tr)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return weights
+	}
+	straight := run(2, t.TempDir(), false)
+	dir := t.TempDir()
+	run(1, dir, false)
+	resumed := run(2, dir, true)
+	for rank := range resumed {
+		for i := range straight[rank] {
+			if math.Float64bits(straight[rank][i]) != math.Float64bits(resumed[rank][i]) {
+				t.Fatalf("rank %d weight %d: %v resumed, %v straight", rank, i, resumed[rank][i], straight[rank][i])
+			}
+		}
+	}
+	// one process resumes from the two ranks' epoch-1 checkpoint (full state)
+	dir1 := t.TempDir()
+	run(1, dir1, false)
+	c := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9, CheckpointDir: dir1, Resume: true}
+	tr, h := fit(t, c, data)
+	defer tr.Close()
+	if h.StartEpoch != 1 {
+		t.Errorf("one process resumed at epoch %d, want 1", h.StartEpoch)
 	}
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// MaxSteps, when > 0, ends training after that many optimizer steps
 	// (the epoch in progress ends there).
 	MaxSteps int64
+	// ShardOptimizer keeps 1/Size of the optimizer state on each process
+	// (ZeRO stage 1; with Comm only, and not with ClipNorm or mixed_float16).
+	ShardOptimizer bool
 	// Comm, when it has more than one process, makes the run data-parallel:
 	// each process trains on its share of every batch (Batch is the global
 	// batch; each runs Batch/Size), gradients are summed over the processes
@@ -150,6 +153,8 @@ type Collective interface {
 	Rank() int
 	Size() int
 	AllReduceSum(buf []byte, dtype tensor.DType) error
+	ReduceScatterSum(send, recv []byte, dtype tensor.DType) error
+	AllGather(send, recv []byte) error
 	Broadcast(buf []byte, root int) error
 }
 
@@ -216,10 +221,18 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 			}
 			return graph.AllReduceSum(graph.Mul(gr, rankWeight))
 		}
+		// reduced: the all-reduced gradient, unless the optimizer state is
+		// sharded (shardedUpdate reduce-scatters instead)
+		reduced := func(gr *graph.Node) *graph.Node {
+			if c.sharded() {
+				return gr
+			}
+			return reduce(gr)
+		}
 		update := func(i int, gr *graph.Node) *graph.Node {
 			p := ctx.Trainable[i]
 			if weight == nil {
-				return reduce(gr)
+				return reduced(gr)
 			}
 			// Accumulators are persistent gradients (grad category).
 			acc := g.Variable(p.Attr().Name+"/accum", graph.RoleGrad, p.DType(), p.Shape())
@@ -229,7 +242,7 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 				return gr
 			}
 			graph.Assign(acc, graph.BroadcastTo(graph.ScalarLike(p, 0), p.Shape()...))
-			return reduce(sum)
+			return reduced(sum)
 		}
 		grads := make([]*graph.Node, len(ctx.Trainable))
 		opt := autodiff.Options{Keep: c.keep(ctx), Lower: func(n *graph.Node) *graph.Node { return ctx.Low[n] }}
@@ -239,7 +252,11 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 			opt.OnGrad = func(i int, gr *graph.Node) {
 				old := g.SetPhase(graph.Update)
 				grads[i] = update(i, gr)
-				if mode != modeAccumulate {
+				switch {
+				case mode == modeAccumulate:
+				case c.sharded():
+					c.shardedUpdate(g, ctx.Trainable[i], grads[i], rankWeight)
+				default:
 					c.Optimizer.Apply(g, ctx.Trainable[i:i+1], grads[i:i+1])
 				}
 				g.SetPhase(old)
@@ -315,6 +332,38 @@ func (c *Config) storage() tensor.DType {
 }
 
 func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" }
+
+// sharded reports whether the optimizer state is sharded over the
+// processes (ZeRO stage 1).
+func (c *Config) sharded() bool { return c.ShardOptimizer && c.ranks() > 1 }
+
+// shardedUpdate is ZeRO stage 1 (Rajbhandari et al., "ZeRO: Memory
+// Optimizations Toward Training Trillion Parameter Models", 2020) for one
+// parameter p of n elements, as blocks of b = ⌈n/size⌉: the share-weighted
+// gradient is reduce-scattered (this process gets the sum's block), the
+// optimizer updates this process's block of p with state of block size,
+// and the updated blocks are all-gathered into p.
+func (c *Config) shardedUpdate(g *graph.Graph, p, gr, rankWeight *graph.Node) {
+	size, rank := c.ranks(), c.Comm.Rank()
+	n := p.Shape().Size()
+	b := (n + size - 1) / size
+	flat := func(x *graph.Node) *graph.Node { // [n] padded with zeros to [b·size]
+		x = graph.Reshape(x, n)
+		if pad := b*size - n; pad > 0 {
+			x = graph.Concat(0, x, graph.BroadcastTo(graph.ScalarLike(x, 0), pad))
+		}
+		return x
+	}
+	g.PushScope("zero")
+	mine := graph.ReduceScatterSum(flat(graph.Mul(gr, rankWeight)), size)
+	w := graph.Slice(flat(p), []int{rank * b}, []int{(rank + 1) * b})
+	full := graph.AllGather(c.Optimizer.Update(g, p, w, mine), size)
+	if b*size > n {
+		full = graph.Slice(full, []int{0}, []int{n})
+	}
+	graph.Assign(p, graph.Reshape(full, p.Shape()...))
+	g.PopScope()
+}
 
 // accumulate is the number of micro-batches per update (at least 1).
 func (c *Config) accumulate() int { return max(1, c.Accumulate) }
@@ -477,6 +526,9 @@ func New(cfg Config, trainData *Examples) (*Trainer, error) {
 	if cfg.Model == nil || cfg.Batch <= 0 || cfg.Epochs < 0 {
 		return nil, errors.New("train: a model, a positive batch size and epochs >= 0 are required")
 	}
+	if cfg.sharded() && (cfg.ClipNorm > 0 || cfg.lossScaling()) {
+		return nil, errors.New("train: a sharded optimizer state does not combine with gradient clipping or mixed_float16 loss scaling yet")
+	}
 	switch cfg.Precision {
 	case "", "float32", "mixed_bfloat16", "mixed_float16":
 	default:
@@ -553,6 +605,9 @@ func (t *Trainer) broadcastWeights() error {
 		return nil
 	}
 	for _, v := range t.engine.Variables() {
+		if _, sharded := t.shardOf(v); sharded {
+			continue // each process keeps its own block
+		}
 		if err := t.cfg.Comm.Broadcast(v.Tensor().Bytes(), 0); err != nil {
 			return fmt.Errorf("train: broadcasting %s from rank 0: %w", v.Name, err)
 		}

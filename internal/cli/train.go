@@ -30,6 +30,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	rankTimeout := fs.Duration("rank-timeout", 60*time.Second, "under mpirun: how long a collective may wait for the other processes before the job fails naming the missing rank")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of training to this file (go tool pprof)")
 	strict := fs.Bool("strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
+	shard := fs.Bool("shard-optimizer", false, "under mpirun: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
 	fitBudget := fs.Bool("fit-to-budget", false, "choose micro-batches, recomputation (and, with --allow-precision, 16-bit activations) so the run fits --budget, keeping the effective batch")
 	allowPrecision := fs.Bool("allow-precision", false, "let --fit-to-budget choose mixed_bfloat16")
 	if err := fs.Parse(args); err != nil {
@@ -66,7 +67,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	defer comm.Close()
 	if comm.Size() > 1 {
-		cfg.Comm = comm
+		cfg.Comm, cfg.ShardOptimizer = comm, *shard
 		if comm.Rank() != 0 { // one process reports
 			stdout, *quiet = io.Discard, true
 		}
@@ -126,7 +127,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *savePath != "" && comm.Rank() == 0 {
+	if *savePath != "" { // every process takes part; rank 0 writes
 		if err := t.SaveWeights(*savePath); err != nil {
 			return err
 		}

@@ -56,6 +56,25 @@ type Instr struct {
 	Fused              *Fused // OpFused: the chain; In lists its leaves
 }
 
+// collective runs a reduce-scatter or an all-gather; with a single
+// process (no Comm) the block is the whole and the gather a copy.
+func (b *Bound) collective() error {
+	if b.Comm == nil || b.Comm.Size() == 1 {
+		copy(b.out, b.in[0])
+		return nil
+	}
+	var err error
+	if b.Op == graph.OpReduceScatter {
+		err = b.Comm.ReduceScatterSum(b.in[0], b.out, b.DType)
+	} else {
+		err = b.Comm.AllGather(b.in[0], b.out)
+	}
+	if err != nil {
+		return b.fail("%s over %d processes: %v", b.Op, b.Comm.Size(), err)
+	}
+	return nil
+}
+
 // NeedsWork reports whether the instruction uses a workspace buffer.
 func (in *Instr) NeedsWork() bool {
 	switch in.Op {
@@ -89,6 +108,11 @@ type Collective interface {
 	// AllReduceSum sums buf's float32 or float64 elements over every
 	// process, in place.
 	AllReduceSum(buf []byte, dtype tensor.DType) error
+	// ReduceScatterSum sums send over every process; recv gets this
+	// process's block (send is Size()·len(recv) bytes).
+	ReduceScatterSum(send, recv []byte, dtype tensor.DType) error
+	// AllGather concatenates every process's send into recv, in rank order.
+	AllGather(send, recv []byte) error
 }
 
 // Bound is an Instr bound to the bytes of its buffers, ready to run.
@@ -176,6 +200,8 @@ func (b *Bound) Run() error {
 			return b.fail("all-reduce over %d processes: %v", b.Comm.Size(), err)
 		}
 		return nil
+	case graph.OpReduceScatter, graph.OpAllGather:
+		return b.collective()
 	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual:
 		return b.compare()
 	case graph.OpTranspose, graph.OpBroadcastTo, graph.OpConcat, graph.OpSlice, graph.OpUnslice,
