@@ -104,6 +104,74 @@ func relDiff(a, b tensor.Tensor) float64 {
 	return math.Sqrt(diff / max(norm, 1e-30))
 }
 
+// TestMPIShardedOptimizer is issue 8's second acceptance: with
+// --shard-optimizer on 2 ranks the weights are those without it (within
+// 1e-5) and each rank's optimizer state is at most 0.51x the unsharded
+// run's.
+func TestMPIShardedOptimizer(t *testing.T) {
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Fatal("mpirun not found: install Debian's openmpi-bin and libopenmpi-dev (scripts/test.sh does)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "headroom")
+	if out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, "github.com/headroom-ml/headroom/cmd/headroom").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags mpi: %v\n%s", err, out)
+	}
+	run := func(name string, extra ...string) (string, *checkpoint.File) {
+		path := filepath.Join(dir, name+".safetensors")
+		args := append([]string{"--oversubscribe", "-np", "2", bin, "train", "--model", "mlp", "--dataset", "digits", "--batch", "64",
+			"--max-steps", "30", "--threads", "1", "--quiet", "--save", path}, extra...)
+		cmd := exec.Command(mpirun, args...)
+		cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("mpirun %v: %v\n%s", extra, err, out)
+		}
+		f, err := checkpoint.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), f
+	}
+	plainOut, plain := run("plain")
+	shardOut, shard := run("sharded", "--shard-optimizer")
+	for _, e := range plain.Entries {
+		x, ok := shard.Get(e.Name)
+		if !ok {
+			t.Fatalf("the sharded run lacks %s", e.Name)
+		}
+		if rel := relDiff(x, e.Tensor); rel > 1e-5 {
+			t.Errorf("%s differs by %.3g relative with the optimizer state sharded, want <= 1e-5", e.Name, rel)
+		}
+	}
+	a, b := resultField(t, plainOut, "optstate_bytes"), resultField(t, shardOut, "optstate_bytes")
+	t.Logf("optimizer state per rank: %v B unsharded, %v B sharded (%.3fx)", a, b, b/a)
+	if b > 0.51*a {
+		t.Errorf("a rank holds %.3fx the unsharded optimizer state, want <= 0.51", b/a)
+	}
+}
+
+// resultField returns the value of key= in the output's RESULT line.
+func resultField(t *testing.T, out, key string) float64 {
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "RESULT") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, key+"="); ok {
+				x, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return x
+			}
+		}
+	}
+	t.Fatalf("no %s in a RESULT line of:\n%s", key, out)
+	return 0
+}
+
 // TestMPILostRank kills one rank of a training job mid-run: the job must
 // end non-zero within the collective timeout, naming the lost rank, and
 // leave no process behind.
