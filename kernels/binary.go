@@ -134,6 +134,9 @@ func BinaryBroadcast[T Float](op BinaryOp, dst, a, b []T, shape, aStrides, bStri
 // binaryVV sets dst[i] = a[i] op b[i]; the caller has checked the lengths.
 func binaryVV[T Float](op BinaryOp, dst, a, b []T) {
 	a, b = a[:len(dst)], b[:len(dst)]
+	if n := binaryVVSIMD(op, dst, a, b); n > 0 {
+		dst, a, b = dst[n:], a[n:], b[n:]
+	}
 	switch op {
 	case Add:
 		for i := range dst {
@@ -169,6 +172,9 @@ func binaryVV[T Float](op BinaryOp, dst, a, b []T) {
 // binaryVS sets dst[i] = a[i] op s.
 func binaryVS[T Float](op BinaryOp, dst, a []T, s T) {
 	a = a[:len(dst)]
+	if n := binaryVSSIMD(op, dst, a, s, false); n > 0 {
+		dst, a = dst[n:], a[n:]
+	}
 	switch op {
 	case Add:
 		for i := range dst {
@@ -204,6 +210,9 @@ func binaryVS[T Float](op BinaryOp, dst, a []T, s T) {
 // binarySV sets dst[i] = s op b[i].
 func binarySV[T Float](op BinaryOp, dst []T, s T, b []T) {
 	b = b[:len(dst)]
+	if n := binaryVSSIMD(op, dst, b, s, true); n > 0 {
+		dst, b = dst[n:], b[n:]
+	}
 	switch op {
 	case Add:
 		for i := range dst {

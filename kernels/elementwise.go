@@ -40,8 +40,8 @@ func Log[T Float](dst, x []T) []T {
 func Sqrt[T Float](dst, x []T) []T {
 	checkLen("Sqrt", "dst", len(dst), len(x))
 	dst = dst[:len(x)]
-	for i, v := range x {
-		dst[i] = T(math.Sqrt(float64(v)))
+	for i := sqrtSIMD(dst, x); i < len(x); i++ {
+		dst[i] = T(math.Sqrt(float64(x[i])))
 	}
 	return dst
 }
@@ -51,11 +51,12 @@ func Sqrt[T Float](dst, x []T) []T {
 func Relu[T Float](dst, x []T) []T {
 	checkLen("Relu", "dst", len(dst), len(x))
 	dst = dst[:len(x)]
-	for i, v := range x {
+	n := reluSIMD(dst, x)
+	for i, v := range x[n:] {
 		if v <= 0 {
 			v = 0
 		}
-		dst[i] = v
+		dst[n+i] = v
 	}
 	return dst
 }
@@ -113,7 +114,7 @@ func ReluGrad[T Float](dst, x, g []T) []T {
 	checkLen("ReluGrad", "x", len(x), len(dst))
 	checkLen("ReluGrad", "g", len(g), len(dst))
 	x, g = x[:len(dst)], g[:len(dst)]
-	for i := range dst {
+	for i := reluGradSIMD(dst, x, g); i < len(dst); i++ {
 		if x[i] > 0 {
 			dst[i] = g[i]
 		} else {
