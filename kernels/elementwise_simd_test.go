@@ -41,7 +41,7 @@ func TestFloat32LoopsBitExact(t *testing.T) {
 	}
 	for _, n := range []int{31, 32, 33, 64, 95, 100, 1023, 4096} {
 		for _, off := range []int{0, 1, 3} {
-			a, b := fill(n+off)[off:], fill(n+off)[off:]
+			a, b := fill(n + off)[off:], fill(n + off)[off:]
 			s := float32(rng.NormFloat64())
 			for _, o := range ops {
 				got := kernels.Binary(o.op, make([]float32, n), a, b)
