@@ -37,9 +37,14 @@
 // instruction with slices of its arena. Nothing here knows about graphs,
 // ledgers or devices.
 //
-// Fast versions: these loops are the reference. Faster implementations
-// (Go assembly generated with avo, or cgo/GPU builds behind tags) come later
-// and must pass the shared suite in package kernels/kerneltest, which
-// compares an implementation with these kernels on random inputs of awkward
-// sizes under the closeness rules documented there.
+// Fast versions: the plain loops are the reference. float32 MatMul runs
+// Sgemm (BLIS-style packing, a register-blocked AVX-512 or AVX2 micro-kernel
+// in Go assembly generated with avo from internal/gen, a persistent worker
+// pool; MatMulRef keeps the loop), and the hot float32 elementwise loops
+// run AVX2 assembly from internal/genelem for whole blocks of 32 elements.
+// Assembly is chosen at start-up from the CPU's features (x/sys/cpu) and is
+// left out with -tags purego. A fast version must pass the shared suite in
+// package kernels/kerneltest, which compares it with the reference on
+// random inputs of awkward sizes under the closeness rules documented there;
+// the openblas tag routes Sgemm to OpenBLAS for comparisons only.
 package kernels

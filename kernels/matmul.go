@@ -1,5 +1,7 @@
 package kernels
 
+import "unsafe"
+
 // MatMul sets dst = op(a)·op(b), or adds it to dst when accumulate is set, and
 // returns dst.
 //
@@ -7,23 +9,50 @@ package kernels
 //	op(a): [m, k]; a is stored [m, k] row-major, or [k, m] when transA
 //	op(b): [k, n]; b is stored [k, n], or [n, k] when transB
 //
-// dst must not overlap a or b. No operand is copied or repacked. The loop orders keep the innermost loop
-// on contiguous memory: i-k-j (a row of dst updated by scaled rows of b) when
-// b is not transposed, dot products of rows when it is. Products are summed
-// in T. It panics if a size is negative or a length does not match.
+// dst must not overlap a or b. float32 (and types defined on it) runs on
+// Sgemm: packed, cache-blocked, assembly micro-kernels on the worker pool
+// (gemm.go). float64 runs on the reference loops of MatMulRef. It panics if a
+// size is negative or a length does not match.
 func MatMul[T Float](dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T {
-	const fn = "MatMul"
-	if m < 0 || n < 0 || k < 0 {
-		panicf("%s: negative size m=%d n=%d k=%d", fn, m, n, k)
+	checkMatMul("MatMul", len(dst), len(a), len(b), m, n, k)
+	var zero T
+	if unsafe.Sizeof(zero) == 4 && matmulFast {
+		sgemm(float32s(dst), float32s(a), float32s(b), m, n, k, transA, transB, accumulate)
+		return dst
 	}
-	checkLen(fn, "a", len(a), m*k)
-	checkLen(fn, "b", len(b), k*n)
-	checkLen(fn, "dst", len(dst), m*n)
+	matmulRef(dst, a, b, m, n, k, transA, transB, accumulate)
+	return dst
+}
+
+// matmulFast routes float32 MatMul to Sgemm; tests turn it off to compare
+// Sgemm with the reference through MatMul's callers.
+var matmulFast = true
+
+// float32s views x, whose element type has float32 as underlying type (Float
+// with size 4), as []float32.
+func float32s[T Float](x []T) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
+}
+
+// MatMulRef is MatMul on the reference loops, in any Float type: the
+// definition the fast kernels are tested against. No operand is copied or
+// repacked. The loop orders keep the innermost loop on contiguous memory:
+// i-k-j (a row of dst updated by scaled rows of b) when b is not transposed,
+// dot products of rows when it is. Products are summed in T. It panics if a
+// size is negative or a length does not match.
+func MatMulRef[T Float](dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T {
+	checkMatMul("MatMulRef", len(dst), len(a), len(b), m, n, k)
+	matmulRef(dst, a, b, m, n, k, transA, transB, accumulate)
+	return dst
+}
+
+// matmulRef is MatMulRef after the checks.
+func matmulRef[T Float](dst, a, b []T, m, n, k int, transA, transB, accumulate bool) {
 	if !accumulate {
 		clear(dst)
 	}
 	if m == 0 || n == 0 || k == 0 {
-		return dst
+		return
 	}
 	switch {
 	case !transA && !transB:
@@ -50,7 +79,6 @@ func MatMul[T Float](dst, a, b []T, m, n, k int, transA, transB, accumulate bool
 	default: // a: [k, m], b: [n, k]
 		matmulTT(dst, a, b, m, n, k)
 	}
-	return dst
 }
 
 // axpy sets d[j] += s·x[j]; len(x) == len(d).

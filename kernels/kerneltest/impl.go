@@ -95,7 +95,7 @@ func Reference() Impl {
 		ReduceMax: kernels.ReduceMax[float32],
 		SumRows:   kernels.SumRows[float32],
 
-		MatMul: kernels.MatMul[float32],
+		MatMul: kernels.MatMulRef[float32], // the loop, not Sgemm: the reference must not be the fast path
 
 		Softmax:                 kernels.Softmax[float32],
 		LogSoftmax:              kernels.LogSoftmax[float32],

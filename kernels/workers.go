@@ -1,0 +1,275 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// The worker pool of Sgemm: goroutines started once, each owning packing
+// buffers of a fixed size, so that a product in the steady state starts no
+// goroutine and allocates nothing (design principle 3). The calling
+// goroutine works too, with buffer set 0; workers 1 ... threads-1 hold the
+// others.
+//
+// Hand-off: the caller publishes a product (its number, its regions and the
+// next region to claim) in one atomic word; the caller and the workers claim
+// regions from it until none is left. A worker that finished its last product
+// spins on that word for up to gemmSpin, so back-to-back products (a
+// training step) start within a microsecond, as BLAS thread pools do; after
+// that it parks on a channel and the caller wakes it. The caller waits for
+// the last region the same way: a spin, then a channel. Every hand-off is an
+// atomic operation or a channel operation, so the Go memory model (and the
+// race detector) orders the product's fields and results.
+
+// MaxThreads is the most threads SetThreads accepts.
+const MaxThreads = 256
+
+// gemmSpin is how long an idle worker, or a caller waiting for workers,
+// spins before parking; every gemmYield of it, the spinner yields its P
+// (runtime.Gosched) so that other goroutines are not held up. Waking a
+// parked goroutine costs tens of microseconds on a virtual machine, as much
+// as the work of a small product, so the spin covers the gaps between the
+// products of a training step.
+const (
+	gemmSpin  = time.Millisecond
+	gemmYield = 20 * time.Microsecond
+)
+
+// gemmWorkspace is one thread's packing buffers (gemm_pack.go), each aligned
+// to a 64-byte cache line.
+type gemmWorkspace struct {
+	a []float32 // A panel: gemmMC·gemmKC
+	b []float32 // B block: gemmKC·gemmNC
+	c []float32 // scratch tile for the edges: gemmMaxMR·gemmMaxNR
+}
+
+// gemmWorkspaceFloats is the number of float32 in one gemmWorkspace,
+// including the alignment slack of its three buffers.
+const gemmWorkspaceFloats = gemmMC*gemmKC + gemmKC*gemmNC + gemmMaxMR*gemmMaxNR + 3*16
+
+func newGemmWorkspace() *gemmWorkspace {
+	buf := make([]float32, gemmWorkspaceFloats)
+	take := func(n int) []float32 {
+		buf = alignFloats(buf)
+		s := buf[:n:n]
+		buf = buf[n:]
+		return s
+	}
+	return &gemmWorkspace{a: take(gemmMC * gemmKC), b: take(gemmKC * gemmNC), c: take(gemmMaxMR * gemmMaxNR)}
+}
+
+// alignFloats drops the leading elements of s up to the next 64-byte
+// boundary (at most 15).
+func alignFloats(s []float32) []float32 {
+	off := 0
+	for off < 16 && uintptr(unsafe.Pointer(unsafe.SliceData(s[off:])))%64 != 0 {
+		off++
+	}
+	return s[off:]
+}
+
+// A parker is a goroutine's spin-then-park state: running, or parked on
+// wake until another goroutine moves it back to running and sends a token.
+type parker struct {
+	parked atomic.Bool
+	wake   chan struct{} // capacity 1
+}
+
+func newParker() *parker { return &parker{wake: make(chan struct{}, 1)} }
+
+// await spins for up to gemmSpin, then parks, until ready returns true, and
+// returns its last result.
+func (k *parker) await(ready func() (uint64, bool)) uint64 {
+	start := time.Now()
+	lastYield := time.Duration(0)
+	for i := 1; ; i++ {
+		if v, ok := ready(); ok {
+			return v
+		}
+		if i%64 == 0 {
+			since := time.Since(start)
+			if since > gemmSpin {
+				break
+			}
+			if since-lastYield > gemmYield {
+				runtime.Gosched()
+				lastYield = since
+			}
+		}
+	}
+	k.parked.Store(true)
+	if v, ok := ready(); ok {
+		if k.parked.CompareAndSwap(true, false) {
+			return v
+		}
+		<-k.wake // unpark already moved us to running and sends a token
+		return v
+	}
+	<-k.wake
+	v, _ := ready()
+	return v
+}
+
+// unpark wakes k if it is parked. Call it after making ready true.
+func (k *parker) unpark() {
+	if k.parked.CompareAndSwap(true, false) {
+		k.wake <- struct{}{}
+	}
+}
+
+// gemmWorker is one pool thread.
+type gemmWorker struct {
+	parker
+	ws   *gemmWorkspace
+	stop atomic.Bool
+}
+
+// gemmPool is the worker pool. mu is held for a whole product and guards
+// threads, ws0, workers and call.
+type gemmPool struct {
+	mu      sync.Mutex
+	threads int // 0 until first use, then >= 1
+	ws0     *gemmWorkspace
+	workers []*gemmWorker // workers[i] is thread i+1
+	call    gemmCall      // the product in progress
+
+	// claim is (product number << 32) | (regions << 16) | next region. The
+	// caller publishes a product by storing it with next region 0; every
+	// thread, the caller included, claims regions by advancing next with a
+	// compare-and-swap until none is left.
+	claim  atomic.Uint64
+	done   atomic.Int32 // regions of the current product completed
+	caller *parker      // the caller waiting for done to reach regions
+}
+
+var workers = gemmPool{caller: newParker()}
+
+// SetThreads sets the number of threads Sgemm (and so MatMul on float32)
+// uses, starting or stopping pool workers as needed; n <= 0 means
+// runtime.GOMAXPROCS(0), the default (taken at first use), and n is capped at
+// MaxThreads. Each thread holds a packing workspace (GemmWorkspaceBytes). It
+// waits for a product in progress to finish.
+func SetThreads(n int) {
+	workers.mu.Lock()
+	defer workers.mu.Unlock()
+	workers.resize(n)
+}
+
+// Threads returns the number of threads Sgemm uses.
+func Threads() int {
+	workers.mu.Lock()
+	defer workers.mu.Unlock()
+	workers.init()
+	return workers.threads
+}
+
+// GemmWorkspaceBytes returns the bytes of packing buffers that Sgemm holds,
+// for the memory ledger: one workspace per thread, each an A panel
+// (MC·KC float32), a B block (KC·NC float32) and an edge tile, allocated once
+// when the thread is started and kept until SetThreads stops it.
+func GemmWorkspaceBytes() int64 {
+	workers.mu.Lock()
+	defer workers.mu.Unlock()
+	workers.init()
+	return int64(workers.threads) * gemmWorkspaceFloats * 4
+}
+
+// init sizes the pool to the default on first use.
+func (p *gemmPool) init() {
+	if p.threads == 0 {
+		p.resize(0)
+	}
+}
+
+// resize starts or stops workers so that the pool has n threads.
+func (p *gemmPool) resize(n int) {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	n = min(n, MaxThreads)
+	if p.ws0 == nil {
+		p.ws0 = newGemmWorkspace()
+	}
+	for len(p.workers) < n-1 {
+		w := &gemmWorker{parker: parker{wake: make(chan struct{}, 1)}, ws: newGemmWorkspace()}
+		p.workers = append(p.workers, w)
+		go p.work(w, p.claim.Load())
+	}
+	for len(p.workers) > n-1 {
+		w := p.workers[len(p.workers)-1]
+		w.stop.Store(true)
+		w.unpark()
+		p.workers[len(p.workers)-1] = nil
+		p.workers = p.workers[:len(p.workers)-1]
+	}
+	p.threads = n
+}
+
+// work is the loop of a worker: wait for a product newer than seen, claim
+// and compute its regions while any is left, repeat until stopped.
+func (p *gemmPool) work(w *gemmWorker, seen uint64) {
+	ready := func() (uint64, bool) {
+		v := p.claim.Load()
+		return v, v>>32 != seen>>32 || w.stop.Load()
+	}
+	for {
+		v := w.await(ready)
+		if w.stop.Load() {
+			return
+		}
+		seen = v
+		p.runRegions(w.ws, v>>32)
+	}
+}
+
+// runRegions claims regions of product number gen and computes them with
+// the packing buffers ws until none is left. Regions are claimed, not
+// assigned, so a thread that starts late (a worker the scheduler has not run
+// yet, or has preempted) costs at most the region it holds: the others take
+// the rest.
+func (p *gemmPool) runRegions(ws *gemmWorkspace, gen uint64) {
+	for {
+		v := p.claim.Load()
+		regions, next := int(v>>16&0xffff), int(v&0xffff)
+		if v>>32 != gen || next >= regions {
+			return
+		}
+		if !p.claim.CompareAndSwap(v, v+1) {
+			continue
+		}
+		// The claim orders this read of call after the caller's write of
+		// it, and the caller does not touch call again before done reaches
+		// regions.
+		p.call.part(ws, next)
+		if p.done.Add(1) == int32(regions) {
+			p.caller.unpark()
+		}
+	}
+}
+
+// run computes c on the pool and returns when all its regions are done. The
+// calling goroutine claims regions like the workers.
+func (p *gemmPool) run(c gemmCall) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.init()
+	p.call = c
+	call := &p.call
+	parts := call.plan(p.threads)
+	if parts == 1 {
+		call.part(p.ws0, 0)
+	} else {
+		gen := p.claim.Load()>>32 + 1
+		p.done.Store(0)
+		p.claim.Store(gen<<32 | uint64(parts)<<16)
+		for _, w := range p.workers[:parts-1] {
+			w.unpark()
+		}
+		p.runRegions(p.ws0, gen)
+		p.caller.await(func() (uint64, bool) { return 0, p.done.Load() == int32(parts) })
+	}
+	p.call = gemmCall{} // drop the caller's slices
+}
