@@ -19,10 +19,11 @@ import (
 // drops one and the last Release returns the buffer to its free list for the
 // next element. A Block's bytes are 64-byte aligned.
 type Block struct {
-	buf  []byte // the whole size class
-	n    int    // bytes asked for
-	refs atomic.Int32
-	pool *pool
+	buf    []byte // the whole size class
+	n      int    // bytes asked for
+	refs   atomic.Int32
+	pool   *pool
+	pinned bool // a stage's own buffer, held until the stage closes
 }
 
 // Bytes returns the block's bytes (the length asked for).
@@ -66,9 +67,21 @@ type arena struct {
 	charged   int64 // bytes charged by the arena: free + outstanding
 	freeBytes int64
 	out       int64 // outstanding blocks
+	pinned    int64 // bytes of outstanding pinned blocks
+	pinnedN   int64 // outstanding pinned blocks
 	maxReq    int64 // largest size class asked for
 	pools     map[string]*pool
 	closed    bool
+
+	// isShort caches short()'s answer for readers that ask per element;
+	// unlock refreshes it after every change.
+	isShort atomic.Bool
+}
+
+// unlock refreshes isShort and releases mu.
+func (a *arena) unlock() {
+	a.isShort.Store(a.budget > 0 && a.budget-a.charged+a.freeBytes < 2*a.maxReq)
+	a.mu.Unlock()
 }
 
 type pool struct {
@@ -86,7 +99,7 @@ func newArena(l *mem.Ledger, budget int64) *arena {
 // pool returns the free lists of one owner (a stage name).
 func (a *arena) pool(owner string) *pool {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	p := a.pools[owner]
 	if p == nil {
 		p = &pool{a: a, owner: owner, free: make(map[int64][]*Block)}
@@ -107,10 +120,20 @@ func sizeClass(n int) int64 {
 }
 
 // get returns a block of n bytes with one reference, waiting while the
-// budget has no room, until ctx ends. A request larger than the budget, or
-// one that cannot fit even when every other buffer of the pipeline is free,
-// fails with an error wrapping *mem.OOMError.
+// budget has no room, until ctx ends. A request that cannot fit beside the
+// stages' pinned buffers, or that finds no element's memory outstanding to
+// wait for, fails with an error wrapping *mem.OOMError.
 func (p *pool) get(ctx context.Context, n int) (*Block, error) {
+	return p.getBlock(ctx, n, false)
+}
+
+// getPinned is get for a stage's own buffer (a read buffer), which comes
+// back only when the stage closes: waiting for it is never useful.
+func (p *pool) getPinned(ctx context.Context, n int) (*Block, error) {
+	return p.getBlock(ctx, n, true)
+}
+
+func (p *pool) getBlock(ctx context.Context, n int, pinned bool) (*Block, error) {
 	a := p.a
 	c := sizeClass(n)
 	a.mu.Lock()
@@ -129,8 +152,8 @@ func (p *pool) get(ctx context.Context, n int) (*Block, error) {
 			l[len(l)-1] = nil
 			p.free[c] = l[:len(l)-1]
 			a.freeBytes -= c
-			a.out++
-			a.mu.Unlock()
+			a.outLocked(b, pinned)
+			a.unlock()
 			b.n = n
 			b.refs.Store(1)
 			return b, nil
@@ -138,36 +161,84 @@ func (p *pool) get(ctx context.Context, n int) (*Block, error) {
 		err := a.ledger.Charge(mem.Input, p.owner, c)
 		if err == nil {
 			a.charged += c
-			a.out++
-			a.mu.Unlock()
-			return p.alloc(c, n), nil
+			b := p.alloc(c, n)
+			a.outLocked(b, pinned)
+			a.unlock()
+			return b, nil
 		}
 		var oom *mem.OOMError
 		if !errors.As(err, &oom) {
-			a.mu.Unlock()
+			a.unlock()
 			return nil, err
 		}
 		if a.reclaimLocked(c) {
 			continue
 		}
-		if (a.budget > 0 && c > a.budget) || a.out == 0 {
-			a.mu.Unlock()
+		if (a.budget > 0 && c+a.pinned > a.budget) || a.out == a.pinnedN {
+			a.unlock()
 			return nil, fmt.Errorf("data: %s needs a %s buffer: %w", p.owner, mem.FormatBytes(c), err)
 		}
 		if e := ctx.Err(); e != nil {
-			a.mu.Unlock()
+			a.unlock()
 			return nil, e
 		}
 		if stop == nil && ctx.Done() != nil {
 			stop = context.AfterFunc(ctx, func() {
 				a.mu.Lock()
 				a.cond.Broadcast()
-				a.mu.Unlock()
+				a.unlock()
 			})
 		}
 		a.waiters++
 		a.cond.Wait()
 		a.waiters--
+	}
+}
+
+// getUpTo appends to dst up to n blocks of size bytes: one as get does
+// (waiting if it must), then as many more as the free lists and the budget
+// give at once, stopping before the budget runs short. A source reads a
+// run of records into them with one lock taken, not one per record.
+func (p *pool) getUpTo(ctx context.Context, n, size int, dst []*Block) ([]*Block, error) {
+	b, err := p.get(ctx, size)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, b)
+	a, c := p.a, sizeClass(size)
+	a.mu.Lock()
+	defer a.unlock()
+	room := int64(1) << 62
+	if a.budget > 0 {
+		room = a.budget - a.ledger.Live() + a.freeBytes
+	}
+	for len(dst) < n && room-c >= 2*a.maxReq {
+		room -= c
+		if l := p.free[c]; len(l) > 0 {
+			b = l[len(l)-1]
+			l[len(l)-1] = nil
+			p.free[c] = l[:len(l)-1]
+			a.freeBytes -= c
+			b.n = size
+			b.refs.Store(1)
+		} else if a.ledger.Charge(mem.Input, p.owner, c) == nil {
+			a.charged += c
+			b = p.alloc(c, size)
+		} else {
+			break
+		}
+		a.outLocked(b, false)
+		dst = append(dst, b)
+	}
+	return dst, nil
+}
+
+func (a *arena) outLocked(b *Block, pinned bool) {
+	a.out++
+	b.pinned = pinned
+	if pinned {
+		a.pinned += int64(len(b.buf))
+		a.pinnedN++
 	}
 }
 
@@ -193,9 +264,14 @@ func (p *pool) put(b *Block) {
 	c := int64(len(b.buf))
 	a.mu.Lock()
 	a.out--
+	if b.pinned {
+		a.pinned -= c
+		a.pinnedN--
+		b.pinned = false
+	}
 	if a.closed {
 		a.charged -= c
-		a.mu.Unlock()
+		a.unlock()
 		a.ledger.Release(mem.Input, p.owner, c)
 		return
 	}
@@ -204,7 +280,7 @@ func (p *pool) put(b *Block) {
 	if a.waiters > 0 {
 		a.cond.Broadcast()
 	}
-	a.mu.Unlock()
+	a.unlock()
 }
 
 // reclaimLocked drops free buffers until c more bytes fit the budget. It
@@ -235,7 +311,7 @@ func (a *arena) reclaimLocked(c int64) bool {
 // budget's room plus the free lists.
 func (a *arena) available() int64 {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	if a.budget <= 0 {
 		return 1 << 62
 	}
@@ -247,15 +323,21 @@ func (a *arena) available() int64 {
 // progress: two of the largest buffers asked for so far.
 func (a *arena) reserve() int64 {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	return 2 * a.maxReq
 }
+
+// short reports whether the budget has less room than the reserve: stages
+// that gather elements (a Map chunk, a run of records) then pass on what
+// they hold rather than wait for more. It reads a cached answer (counting
+// the arena's own charges), cheap enough to ask per element.
+func (a *arena) short() bool { return a.isShort.Load() }
 
 // close drops every free buffer; blocks still out release their charge
 // directly when their last reference goes.
 func (a *arena) close() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	a.closed = true
 	for _, p := range a.pools {
 		for cls, l := range p.free {

@@ -42,6 +42,9 @@ func (f elemFormat) outDType() (tensor.DType, error) {
 	return tensor.Invalid, fmt.Errorf("unsupported element type %c%d", f.kind, f.size)
 }
 
+// maxEmptyRows bounds the rows of an array whose rows hold no element.
+const maxEmptyRows = 1 << 16
+
 // arrayStream reads the rows (slices along axis 0) of one array stored
 // row-major after a header: an .npy file, an .npz entry or an IDX file.
 type arrayStream struct {
@@ -81,6 +84,10 @@ func newArrayStream(format string, fr *fileReader, pool *pool, name string, elem
 	}
 	if s.rows < 0 {
 		return nil, formatErr(format, name, fr.off, nil, "negative dimension %d", s.rows)
+	}
+	if s.rowElems == 0 && s.rows > maxEmptyRows {
+		// valid in principle, but no real data set is millions of empty rows
+		return nil, formatErr(format, name, fr.off, nil, "%d rows of zero elements", s.rows)
 	}
 	if elem.size != dt.Size() || elem.big {
 		s.raw = make([]byte, s.rowElems*elem.size)

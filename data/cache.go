@@ -141,7 +141,7 @@ func openFileCache[T any](d Dataset[T], p *pipeline, st *stage, n *node, path st
 	}
 	pool := p.arena.pool(n.name)
 	if _, err := os.Stat(path); err == nil {
-		fr, err := openFile(p.ctx, pool, path, 0, false)
+		fr, err := openFile(p.ctx, pool, path, 0, false, true)
 		if err != nil {
 			return nil, err
 		}
@@ -227,7 +227,7 @@ type fileReplay[T any] struct {
 
 func (r *fileReplay[T]) next(ctx context.Context) (T, error) {
 	var zero T
-	rec, err, _ := readTFRecord(ctx, r.fr, r.pool, r.path, 0)
+	rec, _, err := readTFRecord(ctx, r.fr, r.pool, r.path, 0)
 	if err != nil {
 		return zero, err
 	}

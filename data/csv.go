@@ -68,7 +68,7 @@ func (r Row) Column(name string) int {
 func CSV(path string, opt CSVOptions) Dataset[Row] {
 	name := fmt.Sprintf("csv(%s)", baseName(path))
 	return newDataset(name, kindSource, func(p *pipeline, st *stage) (iterator[Row], error) {
-		fr, err := openFile(p.ctx, p.arena.pool(name), path, opt.BufferSize, true)
+		fr, err := openFile(p.ctx, p.arena.pool(name), path, opt.BufferSize, true, true)
 		if err != nil {
 			return nil, err
 		}

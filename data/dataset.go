@@ -78,9 +78,9 @@ type timed[T any] struct {
 }
 
 func (t *timed[T]) next(ctx context.Context) (T, error) {
-	t0 := time.Now()
+	t0 := mono()
 	x, err := t.it.next(ctx)
-	t.st.incl.Add(int64(time.Since(t0)))
+	t.st.incl.Add(mono() - t0)
 	if err == nil {
 		t.st.elements.Add(1)
 		t.st.bytes.Add(t.size(x))

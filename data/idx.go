@@ -43,7 +43,7 @@ func IDX(imagesPath, labelsPath string) Dataset[Sample] {
 }
 
 func openIDX(ctx context.Context, pool *pool, path string) (*arrayStream, error) {
-	fr, err := openFile(ctx, pool, path, 0, true)
+	fr, err := openFile(ctx, pool, path, 0, true, true)
 	if err != nil {
 		return nil, err
 	}

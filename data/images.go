@@ -108,7 +108,7 @@ func (it *imageIter) next(ctx context.Context) (Sample, error) {
 }
 
 func (it *imageIter) load(ctx context.Context, path string, label int32) (Sample, error) {
-	fr, err := openFile(ctx, it.pool, path, it.opt.BufferSize, false)
+	fr, err := openFile(ctx, it.pool, path, it.opt.BufferSize, false, false)
 	if err != nil {
 		return Sample{}, err
 	}

@@ -29,7 +29,7 @@ func Interleave[T, U any](d Dataset[T], open func(T) Dataset[U], cycle, block in
 		st.up = ust
 		return &interleaveIter[T, U]{
 			p: &pipeline{pass: p.pass, scope: n}, up: up, open: open,
-			slots: make([]iterator[U], 0, cycle), cycle: cycle, block: block,
+			slots: make([]iterator[U], cycle), cycle: cycle, block: block,
 			parallel: cfg.workers != 1, in: opsOf[T](),
 		}, nil
 	}}
@@ -39,86 +39,85 @@ type interleaveIter[T, U any] struct {
 	p        *pipeline
 	up       iterator[T]
 	open     func(T) Dataset[U]
-	slots    []iterator[U]
+	slots    []iterator[U] // nil: empty
 	cycle    int
 	block    int
 	parallel bool
 	in       elemOps[T]
 	upDone   bool
-	cur      int // slot being read
+	cur      int // slot whose turn it is
 	taken    int // elements taken from it in this turn
 }
 
-// fill opens inner datasets until cycle are open or d is exhausted.
-func (it *interleaveIter[T, U]) fill(ctx context.Context) error {
-	for len(it.slots) < it.cycle && !it.upDone {
-		x, err := it.up.next(ctx)
-		if err == io.EOF {
-			it.upDone = true
-			break
-		}
-		if err != nil {
-			return err
-		}
-		ds := it.open(x)
-		it.in.release(x)
-		if it.parallel {
-			ds = ds.Prefetch(max(it.block, 2))
-		}
-		inner, _, err := ds.openIn(it.p)
-		if err != nil {
-			return err
-		}
-		it.slots = append(it.slots, inner)
+// openNext opens the inner dataset of d's next element (nil at its end).
+func (it *interleaveIter[T, U]) openNext(ctx context.Context) (iterator[U], error) {
+	if it.upDone {
+		return nil, nil
 	}
-	return nil
+	x, err := it.up.next(ctx)
+	if err == io.EOF {
+		it.upDone = true
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ds := it.open(x)
+	it.in.release(x)
+	if it.parallel {
+		ds = ds.Prefetch(max(it.block, 2))
+	}
+	inner, _, err := ds.openIn(it.p)
+	return inner, err
 }
 
+// next follows tf.data's order: block elements from each slot in turn; an
+// exhausted slot passes its turn and takes the next input when its turn
+// comes again.
 func (it *interleaveIter[T, U]) next(ctx context.Context) (U, error) {
 	var zero U
-	for {
-		if err := it.fill(ctx); err != nil {
-			return zero, err
+	for idle := 0; idle <= it.cycle; {
+		if it.slots[it.cur] == nil {
+			inner, err := it.openNext(ctx)
+			if err != nil {
+				return zero, err
+			}
+			if inner == nil {
+				it.cur, it.taken = (it.cur+1)%it.cycle, 0
+				idle++
+				continue
+			}
+			it.slots[it.cur] = inner
 		}
-		if len(it.slots) == 0 {
-			return zero, io.EOF
-		}
-		if it.cur >= len(it.slots) {
-			it.cur = 0
-		}
+		idle = 0
 		y, err := it.slots[it.cur].next(ctx)
 		if err == nil {
-			it.taken++
-			if it.taken >= it.block {
-				it.cur, it.taken = it.cur+1, 0
+			if it.taken++; it.taken >= it.block {
+				it.cur, it.taken = (it.cur+1)%it.cycle, 0
 			}
 			return y, nil
 		}
 		if err != io.EOF {
 			return zero, err
 		}
-		// exhausted: close it; the next input takes its place in the cycle
 		it.slots[it.cur].close()
-		it.slots = append(it.slots[:it.cur], it.slots[it.cur+1:]...)
-		it.taken = 0
-		if len(it.slots) < it.cycle && !it.upDone {
-			if err := it.fill(ctx); err != nil {
+		it.slots[it.cur] = nil
+		if !it.upDone {
+			if it.slots[it.cur], err = it.openNext(ctx); err != nil {
 				return zero, err
 			}
-			if n := len(it.slots); n > 0 && it.cur < n-1 {
-				// move the newcomer into the exhausted one's turn
-				last := it.slots[n-1]
-				copy(it.slots[it.cur+1:], it.slots[it.cur:n-1])
-				it.slots[it.cur] = last
-			}
 		}
+		it.cur, it.taken = (it.cur+1)%it.cycle, 0
 	}
+	return zero, io.EOF
 }
 
 func (it *interleaveIter[T, U]) close() {
-	for _, s := range it.slots {
-		s.close()
+	for i, s := range it.slots {
+		if s != nil {
+			s.close()
+			it.slots[i] = nil
+		}
 	}
-	it.slots = nil
 	it.up.close()
 }

@@ -10,10 +10,10 @@ import (
 // are grouped into chunks of about this much function time, so that the
 // cost of waking a goroutine (microseconds) is paid per chunk, not per
 // element; a 1 ms function gets chunks of one element.
-const chunkTarget = 100 * time.Microsecond
+const chunkTarget = time.Millisecond
 
 // maxChunk bounds a chunk's elements.
-const maxChunk = 128
+const maxChunk = 256
 
 // mapChunk is a run of consecutive input elements and their results.
 type mapChunk[T, U any] struct {
@@ -63,12 +63,15 @@ type mapPar[T, U any] struct {
 	ci  int
 
 	// Autotune state, consumer goroutine only
-	last     time.Time
+	last     int64 // mono
 	waited   time.Duration
 	lastBusy int64
 	lastN    int64
 	prevRate float64
 	grew     bool
+	settle   int
+	evalN    int64
+	evalWall time.Duration
 	freeze   int
 	avgSize  float64
 }
@@ -82,9 +85,9 @@ func startMap[T, U any](p *pipeline, st *stage, up iterator[T], fn func(context.
 	m := &mapPar[T, U]{
 		p: p, st: st, up: up, fn: fn, fctx: withPool(ctx, p.arena.pool(name)), cancel: cancel,
 		in: opsOf[T](), out: opsOf[U](), auto: cfg.workers == Autotune, unord: cfg.unordered,
-		jobs:  make(chan *mapChunk[T, U], 2*maxw),
-		ring:  make([]*mapChunk[T, U], 2*maxw),
-		limit: 2 * workers, target: workers, chunk: 1, last: time.Now(),
+		jobs:  make(chan *mapChunk[T, U], 2*maxw+2),
+		ring:  make([]*mapChunk[T, U], 2*maxw+2),
+		limit: 2*workers + 2, target: workers, chunk: 1, last: mono(),
 	}
 	m.readyCond.L = &m.mu
 	m.roomCond.L = &m.mu
@@ -105,14 +108,32 @@ func startMap[T, U any](p *pipeline, st *stage, up iterator[T], fn func(context.
 }
 
 // chunkSize picks the elements per chunk from the measured time per
-// element of the function and of the input.
-func (m *mapPar[T, U]) chunkSize() int {
-	n := m.st.elements.Load() + int64(m.chunk) // a first estimate before any output
-	per := (m.st.busy.Load() + m.up0()) / max(1, n)
-	if per <= 0 {
-		return min(2*m.chunk, maxChunk)
+// element of the function and of the input, so that the chunks in flight
+// (limit of them), inputs and outputs, hold at most a quarter of the
+// budget: a chunk being filled holds its inputs while the input waits for
+// memory, and a chunk being mapped holds its outputs while the function
+// does. Until an element has been measured a chunk is one element.
+func (m *mapPar[T, U]) chunkSize(limit int) int {
+	done := m.st.elements.Load()
+	if done == 0 {
+		return 1
 	}
-	return int(min(max(int64(chunkTarget)/per, 1), maxChunk))
+	c := int64(maxChunk)
+	if per := (m.st.busy.Load() + m.up0()) / done; per > 0 {
+		c = min(max(int64(chunkTarget)/per, 1), maxChunk)
+	}
+	if m.p.arena.budget > 0 {
+		size := m.st.bytes.Load() / done
+		if up := m.st.up; up != nil {
+			if k := up.elements.Load(); k > 0 {
+				size += up.bytes.Load() / k
+			}
+		}
+		if size > 0 {
+			c = min(c, max(1, m.p.arena.budget/4/(int64(limit)*size)))
+		}
+	}
+	return int(c)
 }
 
 // up0 is the time spent reading the input so far.
@@ -138,6 +159,7 @@ func (m *mapPar[T, U]) dispatch(ctx context.Context) {
 		if !t0.IsZero() {
 			m.st.blocked.Add(int64(time.Since(t0)))
 		}
+		limit := m.limit
 		var c *mapChunk[T, U]
 		if n := len(m.free); n > 0 {
 			c, m.free = m.free[n-1], m.free[:n-1]
@@ -148,10 +170,15 @@ func (m *mapPar[T, U]) dispatch(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		size := m.chunkSize()
+		size := m.chunkSize(limit)
+		m.mu.Lock()
 		m.chunk = size
+		m.mu.Unlock()
 		var err error
 		for len(c.xs) < size {
+			if len(c.xs) > 0 && m.p.arena.short() {
+				break // ship what we have: a waiting input must not hold a chunk hostage
+			}
 			var x T
 			if x, err = m.up.next(ctx); err != nil {
 				break
@@ -193,7 +220,7 @@ func (m *mapPar[T, U]) work(ctx context.Context) {
 		if !ok {
 			return
 		}
-		t0 := time.Now()
+		t0 := mono()
 		for i, x := range c.xs {
 			y, err := m.fn(m.fctx, x)
 			m.in.release(x)
@@ -203,7 +230,7 @@ func (m *mapPar[T, U]) work(ctx context.Context) {
 			c.errs = append(c.errs, err)
 		}
 		c.xs = c.xs[:0]
-		m.st.busy.Add(int64(time.Since(t0)))
+		m.st.busy.Add(mono() - t0)
 		m.mu.Lock()
 		c.ready = true
 		if m.unord {
@@ -226,7 +253,10 @@ func (m *mapPar[T, U]) work(ctx context.Context) {
 
 func (m *mapPar[T, U]) next(ctx context.Context) (U, error) {
 	var zero U
-	t0 := time.Now()
+	var t0 int64
+	if m.auto {
+		t0 = mono()
+	}
 	for {
 		if c := m.cur; c != nil {
 			for m.ci < len(c.ys) {
@@ -284,20 +314,23 @@ func (m *mapPar[T, U]) recycle(c *mapChunk[T, U]) {
 	m.mu.Unlock()
 }
 
-// tune runs Autotune's rule once per window (see Map).
-func (m *mapPar[T, U]) tune(t0 time.Time, y U) {
-	now := time.Now()
-	m.waited += now.Sub(t0)
+// tune runs Autotune's rule once per window (see Map). After an increase
+// it lets one window pass for the new worker to settle, measures the next
+// two, and takes the worker back if throughput did not rise by 2%.
+func (m *mapPar[T, U]) tune(t0 int64, y U) {
+	now := mono()
+	m.waited += time.Duration(now - t0)
 	sz := float64(m.out.size(y))
 	if m.avgSize == 0 {
 		m.avgSize = sz
 	}
 	m.avgSize = 0.9*m.avgSize + 0.1*sz
-	wall := now.Sub(m.last)
-	if wall < autotuneWindow {
+	wall := time.Duration(now - m.last)
+	n := m.st.elements.Load()
+	if wall < autotuneWindow || n-m.lastN < 8 {
 		return
 	}
-	busy, n := m.st.busy.Load(), m.st.elements.Load()
+	busy := m.st.busy.Load()
 	m.mu.Lock()
 	workers, target, chunk := m.workers, m.target, m.chunk
 	m.mu.Unlock()
@@ -305,37 +338,60 @@ func (m *mapPar[T, U]) tune(t0 time.Time, y U) {
 	util := float64(busy-m.lastBusy) / (float64(wall) * float64(max(1, workers)))
 	waited := m.waited
 	m.last, m.waited, m.lastBusy, m.lastN = now, 0, busy, n
-	if m.grew {
-		m.grew = false
-		if rate < 1.05*m.prevRate && target > 1 {
-			// the last worker did not help: take it back and hold a while
-			m.setTarget(target - 1)
-			m.freeze = 50
+	switch {
+	case m.settle > 0: // the window right after a change
+		m.settle--
+		m.evalN, m.evalWall = n, 0
+		return
+	case m.grew:
+		if m.evalWall += wall; m.evalWall < 2*autotuneWindow {
 			return
 		}
-	}
-	m.prevRate = rate
-	if m.freeze > 0 {
+		m.grew = false
+		evalRate := float64(n-m.evalN) / m.evalWall.Seconds()
+		if evalRate < 1.02*m.prevRate && target > 1 {
+			// the last worker did not help: take it back and rest a while
+			m.setTarget(target - 1)
+			m.freeze = 5
+			return
+		}
+	case m.freeze > 0:
 		m.freeze--
 		return
 	}
 	if waited <= wall/20 || util < 0.7 || target >= MaxMapWorkers {
 		return
 	}
-	// Two more chunks in flight, each element holding its input and output.
-	need := int64(2*float64(chunk)*2*m.avgSize) + m.p.arena.reserve()
-	if m.p.arena.available() < need {
+	if !m.affords(target+1, chunk) {
 		return
 	}
+	m.prevRate = rate
 	m.setTarget(target + 1)
-	m.grew = true
+	m.grew, m.settle = true, 1
+}
+
+// affords reports whether the budget holds the elements that target
+// workers keep in flight (2*target+2 chunks of outputs) besides what the
+// rest of the pipeline holds now and the reserve.
+func (m *mapPar[T, U]) affords(target, chunk int) bool {
+	a := m.p.arena
+	if a.budget <= 0 {
+		return true
+	}
+	m.mu.Lock()
+	inflight := m.tail - m.head
+	m.mu.Unlock()
+	per := float64(chunk) * m.avgSize
+	others := a.ledger.Live() - int64(float64(inflight)*per)
+	planned := int64(float64(2*target+2) * per)
+	return max(0, others)+planned+a.reserve() <= a.budget
 }
 
 func (m *mapPar[T, U]) setTarget(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.target = n
-	m.limit = 2 * n
+	m.limit = 2*n + 2
 	for m.workers < n {
 		m.workers++
 		m.wg.Add(1)

@@ -42,10 +42,12 @@ const MaxMapWorkers = 64
 // policy. name names the stage: "map(name)".
 //
 // With Parallel(Autotune) Map starts with one worker and adds one whenever,
-// over a 10 ms window, its consumer waited more than 5% of the time while the
-// workers were busy (not starved by the input), the previous increase raised
-// throughput by at least 5%, and the budget has room for the extra elements
-// in flight beyond the pipeline's reserve; it stops at MaxMapWorkers.
+// over a window of at least 10 ms, its consumer waited more than 5% of the
+// time while the workers were busy (not starved by the input) and the
+// budget holds what the larger number of workers keeps in flight (two chunks
+// each) beside the rest of the pipeline and its reserve. An increase that
+// does not raise throughput by 2% over the next two windows is taken back
+// and the tuner rests for five. It stops at MaxMapWorkers.
 func Map[T, U any](d Dataset[T], name string, fn func(ctx context.Context, x T) (U, error), opts ...MapOption) Dataset[U] {
 	cfg := mapConfig{workers: 1}
 	for _, o := range opts {

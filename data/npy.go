@@ -45,7 +45,7 @@ func NPY(xPath, yPath string) Dataset[Sample] {
 }
 
 func openNPY(ctx context.Context, pool *pool, path string) (*arrayStream, error) {
-	fr, err := openFile(ctx, pool, path, 0, false)
+	fr, err := openFile(ctx, pool, path, 0, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func NPZ(path, x, y string) Dataset[Sample] {
 					return nil, formatErr("npz", path, 0, err, "entry %s", entry)
 				}
 				ename := path + "[" + entry + "]"
-				fr, err := newFileReader(p.ctx, pool, rc, 0, false, ename, rc)
+				fr, err := newFileReader(p.ctx, pool, rc, 0, false, true, ename, rc)
 				if err != nil {
 					return nil, err
 				}

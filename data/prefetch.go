@@ -100,10 +100,11 @@ func (it *prefetchIter[T]) next(ctx context.Context) (T, error) {
 	now := time.Now()
 	it.waited += now.Sub(t0)
 	if err == nil {
-		it.avgSize = 0.9*it.avgSize + 0.1*float64(it.ops.size(x))
-		if it.avgSize == 0.1*float64(it.ops.size(x)) {
-			it.avgSize = float64(it.ops.size(x))
+		sz := float64(it.ops.size(x))
+		if it.avgSize == 0 {
+			it.avgSize = sz
 		}
+		it.avgSize = 0.9*it.avgSize + 0.1*sz
 	}
 	if wall := now.Sub(it.last); wall >= autotuneWindow {
 		it.tune(wall)

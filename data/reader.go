@@ -7,36 +7,55 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // DefaultBufferSize is the read buffer of a file source (tf.data's 256 KiB).
 const DefaultBufferSize = 256 << 10
 
-// fileReader reads a file (or a decompressed stream) through one buffer of
-// fixed size taken from the arena, so a source holds a bounded amount of
-// memory whatever the file's size. It tracks the offset of the next byte.
+// maxAheadBuffers is how many buffers a reading-ahead source cycles through
+// at most; it uses fewer when they would pass a sixteenth of the budget.
+const maxAheadBuffers = 16
+
+// fileReader reads a file (or a decompressed stream) through fixed-size
+// buffers taken from the arena, so a source holds a bounded amount of memory
+// whatever the file's size. With read-ahead, a goroutine fills the next
+// buffers while one is consumed, so the disk keeps working while the
+// pipeline computes. It tracks the offset of the next byte.
 type fileReader struct {
 	src  io.Reader
-	buf  *Block
+	bufs []*Block
 	b    []byte
 	r, w int
 	off  int64 // offset of b[r] in the stream
 	err  error
 	c    []io.Closer
+
+	// read-ahead: buffers go to the goroutine empty and come back filled
+	ahead  bool
+	empty  chan []byte
+	filled chan filledBuf
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
-// openFile opens path with a buffer of size bytes from pool. When gz is true
-// and the file starts with the gzip magic (1f 8b) it is decompressed and
-// offsets count decompressed bytes.
-func openFile(ctx context.Context, pool *pool, path string, size int, gz bool) (*fileReader, error) {
+type filledBuf struct {
+	b   []byte
+	err error
+}
+
+// openFile opens path with buffers of size bytes from pool (up to
+// maxAheadBuffers with read-ahead). When gz is true and the file starts with the gzip magic
+// (1f 8b) it is decompressed and offsets count decompressed bytes.
+func openFile(ctx context.Context, pool *pool, path string, size int, gz, ahead bool) (*fileReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
-	return newFileReader(ctx, pool, f, size, gz, path, f)
+	return newFileReader(ctx, pool, f, size, gz, ahead, path, f)
 }
 
-func newFileReader(ctx context.Context, pool *pool, src io.Reader, size int, gz bool, name string, closers ...io.Closer) (*fileReader, error) {
+func newFileReader(ctx context.Context, pool *pool, src io.Reader, size int, gz, ahead bool, name string, closers ...io.Closer) (*fileReader, error) {
 	if size <= 0 {
 		size = DefaultBufferSize
 	}
@@ -55,16 +74,71 @@ func newFileReader(ctx context.Context, pool *pool, src io.Reader, size int, gz 
 			fr.src = br
 		}
 	}
-	b, err := pool.get(ctx, size)
-	if err != nil {
-		fr.close()
-		return nil, err
+	n := 1
+	if ahead {
+		n = maxAheadBuffers
+		if b := pool.a.budget; b > 0 {
+			n = int(min(max(b/16/int64(size), 2), maxAheadBuffers))
+		}
 	}
-	fr.buf, fr.b = b, b.Bytes()
+	for range n {
+		b, err := pool.getPinned(ctx, size)
+		if err != nil {
+			fr.close()
+			return nil, err
+		}
+		fr.bufs = append(fr.bufs, b)
+	}
+	fr.b = fr.bufs[0].Bytes()[:0]
+	if ahead {
+		fr.ahead = true
+		fr.empty = make(chan []byte, n)
+		fr.filled = make(chan filledBuf, n)
+		fr.stop = make(chan struct{})
+		for _, b := range fr.bufs {
+			fr.empty <- b.Bytes()
+		}
+		fr.wg.Add(1)
+		go fr.readAhead()
+	}
 	return fr, nil
 }
 
+// readAhead fills empty buffers in turn until the stream ends or close.
+func (fr *fileReader) readAhead() {
+	defer fr.wg.Done()
+	for {
+		var b []byte
+		select {
+		case b = <-fr.empty:
+		case <-fr.stop:
+			return
+		}
+		n, err := io.ReadFull(fr.src, b)
+		if err == io.ErrUnexpectedEOF {
+			err = io.EOF
+		}
+		fr.filled <- filledBuf{b[:n], err} // never blocks: room for every buffer
+		if err != nil {
+			return
+		}
+	}
+}
+
+// fill makes more bytes available in b[r:w] (none at the end or an error).
 func (fr *fileReader) fill() {
+	if fr.ahead {
+		if fr.r < fr.w || fr.err != nil {
+			return
+		}
+		if cap(fr.b) > 0 && fr.w > 0 {
+			fr.empty <- fr.b[:cap(fr.b)]
+		}
+		fb := <-fr.filled
+		fr.b, fr.r, fr.w, fr.err = fb.b, 0, len(fb.b), fb.err
+		return
+	}
+	fr.b = fr.b[:cap(fr.b)]
 	if fr.r > 0 {
 		copy(fr.b, fr.b[fr.r:fr.w])
 		fr.w -= fr.r
@@ -89,7 +163,7 @@ func (fr *fileReader) readFull(dst []byte) (int, error) {
 			if fr.err != nil {
 				break
 			}
-			if len(dst)-n >= len(fr.b) { // large read: skip the buffer
+			if !fr.ahead && len(dst)-n >= cap(fr.b) { // large read: skip the buffer
 				m, err := io.ReadFull(fr.src, dst[n:])
 				n += m
 				fr.off += int64(m)
@@ -122,17 +196,6 @@ func (fr *fileReader) readFull(dst []byte) (int, error) {
 	return n, err
 }
 
-// peek returns up to n buffered bytes without consuming them (n <= buffer).
-func (fr *fileReader) peek(n int) []byte {
-	if fr.w-fr.r < n && fr.err == nil {
-		fr.fill()
-		for fr.w-fr.r < n && fr.err == nil {
-			fr.fill()
-		}
-	}
-	return fr.b[fr.r:min(fr.w, fr.r+n)]
-}
-
 // Read implements io.Reader (for encoding/csv and the image decoders).
 func (fr *fileReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -144,6 +207,9 @@ func (fr *fileReader) Read(p []byte) (int, error) {
 		}
 		fr.fill()
 		if fr.r == fr.w {
+			if fr.err == nil {
+				return 0, nil
+			}
 			return 0, fr.err
 		}
 	}
@@ -153,20 +219,34 @@ func (fr *fileReader) Read(p []byte) (int, error) {
 	return m, nil
 }
 
-// ReadByte implements io.ByteReader.
-func (fr *fileReader) ReadByte() (byte, error) {
-	var b [1]byte
-	if _, err := fr.readFull(b[:]); err != nil {
-		return 0, err
-	}
-	return b[0], nil
-}
-
+// close stops the read-ahead goroutine (waiting for it), closes the file
+// and returns the buffers.
 func (fr *fileReader) close() {
+	if fr.ahead {
+		close(fr.stop)
+		fr.wg.Wait()
+		fr.ahead = false
+	}
 	for i := len(fr.c) - 1; i >= 0; i-- {
 		fr.c[i].Close()
 	}
 	fr.c = nil
-	fr.buf.Release()
-	fr.buf, fr.b = nil, nil
+	for _, b := range fr.bufs {
+		b.Release()
+	}
+	fr.bufs = nil
+	fr.b = nil
+}
+
+// readFullEach fills bufs from f in order, one read per buffer.
+func readFullEach(f *os.File, bufs [][]byte) error {
+	for _, b := range bufs {
+		if _, err := io.ReadFull(f, b); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
 }

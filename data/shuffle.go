@@ -21,8 +21,9 @@ import (
 // reshuffle_each_iteration=True.
 //
 // Unlike tf.data, the buffer never holds more than half the pipeline budget
-// (counting element bytes): a buffer that would is cut at that size and
-// Stats reports the size it reached (Buffered). It panics if buffer < 1.
+// (its elements' bytes and its slots): a buffer that would is cut at that
+// size and Stats reports the size it reached (Buffered). It panics if
+// buffer < 1.
 func (d Dataset[T]) Shuffle(buffer int, seed uint64) Dataset[T] {
 	if buffer < 1 {
 		panic(fmt.Sprintf("data: Shuffle(%d): the buffer needs at least one element", buffer))
@@ -30,22 +31,16 @@ func (d Dataset[T]) Shuffle(buffer int, seed uint64) Dataset[T] {
 	n := &node{name: fmt.Sprintf("shuffle(%d)", buffer), kind: kindSync}
 	return Dataset[T]{n: n, open: func(p *pipeline, st *stage) (iterator[T], error) {
 		epoch := p.epoch(n)
-		slots := int64(buffer) * int64(unsafe.Sizeof(*new(T)))
-		if err := p.ledger.Charge(mem.Input, n.name, slots); err != nil {
-			return nil, fmt.Errorf("data: %s: %w", n.name, err)
-		}
 		up, ust, err := d.openIn(p)
 		if err != nil {
-			p.ledger.Release(mem.Input, n.name, slots)
 			return nil, err
 		}
 		st.up = ust
 		return &shuffleIter[T]{
-			up: up, p: p, st: st, name: n.name, slots: slots, size: buffer,
-			limit: p.arena.budget / 2,
-			buf:   make([]T, 0, buffer),
-			rng:   rand.New(rand.NewPCG(seed, uint64(epoch))),
-			ops:   opsOf[T](),
+			up: up, p: p, st: st, name: n.name, size: buffer,
+			limit: p.arena.budget / 2, slot: int64(unsafe.Sizeof(*new(T))),
+			rng: rand.New(rand.NewPCG(seed, uint64(epoch))),
+			ops: opsOf[T](),
 		}, nil
 	}}
 }
@@ -55,7 +50,8 @@ type shuffleIter[T any] struct {
 	p     *pipeline
 	st    *stage
 	name  string
-	slots int64
+	slots int64 // bytes of buf's backing array, charged
+	slot  int64 // bytes of one slot
 	size  int
 	limit int64 // most element bytes the buffer may hold
 	held  int64 // element bytes in the buffer
@@ -68,7 +64,13 @@ type shuffleIter[T any] struct {
 
 func (s *shuffleIter[T]) next(ctx context.Context) (T, error) {
 	var zero T
-	for !s.eof && len(s.buf) < s.size && (len(s.buf) == 0 || s.limit <= 0 || s.held+s.last <= s.limit) {
+	for !s.eof && len(s.buf) < s.size && (len(s.buf) == 0 || s.limit <= 0 || s.held+s.last+s.slots <= s.limit) {
+		if len(s.buf) == cap(s.buf) && !s.grow() {
+			if len(s.buf) > 0 {
+				break
+			}
+			return zero, fmt.Errorf("data: %s: no room for one element", s.name)
+		}
 		x, err := s.up.next(ctx)
 		if err == io.EOF {
 			s.eof = true
@@ -95,11 +97,29 @@ func (s *shuffleIter[T]) next(ctx context.Context) (T, error) {
 	return x, nil
 }
 
+// grow enlarges the buffer's backing array, charging it; false when the
+// budget has no room (the buffer then stays at its size).
+func (s *shuffleIter[T]) grow() bool {
+	c := min(s.size, max(64, 2*cap(s.buf)))
+	more := int64(c)*s.slot - s.slots
+	if s.limit > 0 && s.held+s.slots+more > s.limit && len(s.buf) > 0 {
+		return false
+	}
+	if s.p.ledger.Charge(mem.Input, s.name, more) != nil {
+		return false
+	}
+	s.slots += more
+	s.buf = append(make([]T, 0, c), s.buf...)
+	return true
+}
+
 func (s *shuffleIter[T]) close() {
 	for i := range s.buf {
 		s.ops.release(s.buf[i])
 	}
 	s.buf = nil
 	s.up.close()
-	s.p.ledger.Release(mem.Input, s.name, s.slots)
+	if s.slots > 0 {
+		s.p.ledger.Release(mem.Input, s.name, s.slots)
+	}
 }

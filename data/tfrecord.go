@@ -57,7 +57,7 @@ func TFRecords(path string, opt TFRecordOptions) Dataset[Record] {
 	name := fmt.Sprintf("tfrecord(%s)", baseName(path))
 	return newDataset(name, kindSource, func(p *pipeline, st *stage) (iterator[Record], error) {
 		pool := p.arena.pool(name)
-		fr, err := openFile(p.ctx, pool, path, opt.BufferSize, opt.Gzip)
+		fr, err := openFile(p.ctx, pool, path, opt.BufferSize, opt.Gzip, true)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +77,7 @@ type tfrecordIter struct {
 
 func (it *tfrecordIter) next(ctx context.Context) (Record, error) {
 	for !it.done {
-		rec, err, resync := readTFRecord(ctx, it.fr, it.pool, it.path, it.max)
+		rec, resync, err := readTFRecord(ctx, it.fr, it.pool, it.path, it.max)
 		if err == nil || err == io.EOF || !isFormat(err) {
 			it.done = err != nil
 			return rec, err
@@ -97,7 +97,7 @@ func (it *tfrecordIter) close() { it.fr.close() }
 
 // readTFRecord reads one record. resync reports whether the next record's
 // start is still known after a format error.
-func readTFRecord(ctx context.Context, fr *fileReader, pool *pool, path string, max int64) (rec Record, err error, resync bool) {
+func readTFRecord(ctx context.Context, fr *fileReader, pool *pool, path string, max int64) (rec Record, resync bool, err error) {
 	if max <= 0 {
 		max = 64 << 20
 	}
@@ -105,30 +105,30 @@ func readTFRecord(ctx context.Context, fr *fileReader, pool *pool, path string, 
 	var h [12]byte
 	if _, err := fr.readFull(h[:]); err != nil {
 		if err == io.EOF {
-			return Record{}, io.EOF, false
+			return Record{}, false, io.EOF
 		}
-		return Record{}, formatErr("tfrecord", path, off, err, "truncated record header"), false
+		return Record{}, false, formatErr("tfrecord", path, off, err, "truncated record header")
 	}
 	if got, want := MaskedCRC(h[:8]), binary.LittleEndian.Uint32(h[8:]); got != want {
-		return Record{}, formatErr("tfrecord", path, off, nil, "length checksum %#08x, want %#08x", want, got), false
+		return Record{}, false, formatErr("tfrecord", path, off, nil, "length checksum %#08x, want %#08x", want, got)
 	}
 	n := binary.LittleEndian.Uint64(h[:8])
 	if n > uint64(max) {
-		return Record{}, formatErr("tfrecord", path, off, nil, "record length %d exceeds the %d-byte limit", n, max), false
+		return Record{}, false, formatErr("tfrecord", path, off, nil, "record length %d exceeds the %d-byte limit", n, max)
 	}
 	b, err := pool.get(ctx, int(n)+4)
 	if err != nil {
-		return Record{}, err, false
+		return Record{}, false, err
 	}
 	buf := b.Bytes()
 	if _, err := fr.readFull(buf); err != nil {
 		b.Release()
-		return Record{}, formatErr("tfrecord", path, off, err, "truncated record of %d bytes", n), false
+		return Record{}, false, formatErr("tfrecord", path, off, err, "truncated record of %d bytes", n)
 	}
 	data := buf[:n:n]
 	if got, want := MaskedCRC(data), binary.LittleEndian.Uint32(buf[n:]); got != want {
 		b.Release()
-		return Record{}, formatErr("tfrecord", path, off, nil, "data checksum %#08x, want %#08x", want, got), true
+		return Record{}, true, formatErr("tfrecord", path, off, nil, "data checksum %#08x, want %#08x", want, got)
 	}
-	return Record{Data: data, File: path, Offset: off, mem: b}, nil, true
+	return Record{Data: data, File: path, Offset: off, mem: b}, true, nil
 }
