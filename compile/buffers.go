@@ -104,7 +104,7 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 		case graph.OpInput:
 			a.newBuf(n, KindInput, mem.Input)
 		case graph.OpVariable:
-			a.newBuf(n, KindVariable, roleCategory(n.Attr().Role))
+			a.newBuf(n, KindVariable, RoleCategory(n.Attr().Role))
 		case graph.OpReshape:
 			a.join(a.nodeBuf[n.Inputs()[0].ID()], n)
 		case graph.OpAssign:
@@ -152,7 +152,8 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 	return a
 }
 
-func roleCategory(r graph.Role) mem.Category {
+// RoleCategory is the ledger category of a variable with role r.
+func RoleCategory(r graph.Role) mem.Category {
 	switch r {
 	case graph.RoleGrad:
 		return mem.Grad

@@ -87,7 +87,7 @@ func (e *Engine) CreateVariable(name string, role graph.Role, dtype tensor.DType
 	size := int64(shape.Size() * dtype.Size())
 	v := &Variable{Name: name, Role: role, DType: dtype, Shape: shape.Clone()}
 	if size > 0 {
-		buf, err := e.alloc.AllocZeroed(mem.Align(size), roleCategory(role), name)
+		buf, err := e.alloc.AllocZeroed(mem.Align(size), compile.RoleCategory(role), name)
 		if err != nil {
 			return nil, err
 		}
@@ -121,16 +121,6 @@ func (e *Engine) Close() {
 	for _, n := range append([]string(nil), e.order...) {
 		e.DeleteVariable(n)
 	}
-}
-
-func roleCategory(r graph.Role) mem.Category {
-	switch r {
-	case graph.RoleGrad:
-		return mem.Grad
-	case graph.RoleOptState:
-		return mem.OptState
-	}
-	return mem.Param
 }
 
 // Arena is one reservation of arena memory that several programs can run

@@ -48,6 +48,17 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
 }
 
+// parse parses args (flags only) and completes the options.
+func (o *options) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o.finish()
+}
+
 func (o *options) finish() error {
 	if o.epochs == 0 {
 		o.epochs = 1

@@ -48,13 +48,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("plan", stderr)
 	o.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err := o.finish(); err != nil {
+	if err := o.parse(fs, args); err != nil {
 		return err
 	}
 	var trainSet, testSet *train.Examples

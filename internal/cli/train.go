@@ -33,13 +33,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	shard := fs.Bool("shard-optimizer", false, "under mpirun: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
 	fitBudget := fs.Bool("fit-to-budget", false, "choose micro-batches, recomputation (and, with --allow-precision, 16-bit activations) so the run fits --budget, keeping the effective batch")
 	allowPrecision := fs.Bool("allow-precision", false, "let --fit-to-budget choose mixed_bfloat16")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if err := o.finish(); err != nil {
+	if err := o.parse(fs, args); err != nil {
 		return err
 	}
 	if *resume && *ckpt == "" {
