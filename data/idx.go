@@ -16,30 +16,7 @@ import (
 // are widened to int32.
 func IDX(imagesPath, labelsPath string) Dataset[Sample] {
 	name := fmt.Sprintf("idx(%s)", baseName(imagesPath))
-	return newDataset(name, kindSource, func(p *pipeline, st *stage) (iterator[Sample], error) {
-		pool := p.arena.pool(name)
-		x, err := openIDX(p.ctx, pool, imagesPath)
-		if err != nil {
-			return nil, err
-		}
-		closers := []func(){x.fr.close}
-		var y *arrayStream
-		if labelsPath != "" {
-			if y, err = openIDX(p.ctx, pool, labelsPath); err != nil {
-				x.fr.close()
-				return nil, err
-			}
-			closers = append(closers, y.fr.close)
-		}
-		it, err := newPairIter(p, st, x, y, closers...)
-		if err != nil {
-			for i := len(closers) - 1; i >= 0; i-- {
-				closers[i]()
-			}
-			return nil, err
-		}
-		return it, nil
-	})
+	return arrayPairs(name, imagesPath, labelsPath, openIDX)
 }
 
 func openIDX(ctx context.Context, pool *pool, path string) (*arrayStream, error) {

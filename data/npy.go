@@ -18,16 +18,22 @@ import (
 // streamed a row at a time.
 func NPY(xPath, yPath string) Dataset[Sample] {
 	name := fmt.Sprintf("npy(%s)", baseName(xPath))
+	return arrayPairs(name, xPath, yPath, openNPY)
+}
+
+// arrayPairs is a source of samples from an array file (X) and, when
+// yPath is set, a second one of as many rows (Y), each opened by open.
+func arrayPairs(name, xPath, yPath string, open func(context.Context, *pool, string) (*arrayStream, error)) Dataset[Sample] {
 	return newDataset(name, kindSource, func(p *pipeline, st *stage) (iterator[Sample], error) {
 		pool := p.arena.pool(name)
-		x, err := openNPY(p.ctx, pool, xPath)
+		x, err := open(p.ctx, pool, xPath)
 		if err != nil {
 			return nil, err
 		}
 		closers := []func(){x.fr.close}
 		var y *arrayStream
 		if yPath != "" {
-			if y, err = openNPY(p.ctx, pool, yPath); err != nil {
+			if y, err = open(p.ctx, pool, yPath); err != nil {
 				x.fr.close()
 				return nil, err
 			}

@@ -32,7 +32,7 @@ func TestParseDigitsErrors(t *testing.T) {
 	row := strings.Repeat("1,", 64) + "3\n"
 	cases := []struct {
 		name, in, want string
-		offset       int64
+		offset         int64
 	}{
 		{"letter", row + strings.Repeat("1,", 10) + "x," + strings.Repeat("1,", 53) + "3\n", "field 11", int64(len(row) + 20)},
 		{"pixel range", strings.Repeat("1,", 5) + "17," + strings.Repeat("1,", 58) + "3\n", "pixel 6 is 17", 10},

@@ -110,6 +110,44 @@ func (r localRank) Broadcast(buf []byte, root int) error {
 	return nil
 }
 
+// fitRanks trains cfg on two goroutine ranks of one localGroup and returns,
+// per rank, the parameters and the optimizer-state bytes it held.
+func fitRanks(t *testing.T, cfg train.Config, data *train.Examples) ([][]float64, []int64) {
+	t.Helper()
+	group := newLocalGroup(2)
+	weights := make([][]float64, 2)
+	optBytes := make([]int64, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for rank := 0; rank < 2; rank++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cfg
+			c.Comm = localRank{g: group, rank: rank}
+			tr, err := train.New(c, data)
+			if err != nil {
+				errs[rank] = err
+				return
+			}
+			defer tr.Close()
+			if _, err := tr.Fit(data); err != nil {
+				errs[rank] = err
+				return
+			}
+			weights[rank] = paramValues(tr)
+			optBytes[rank] = tr.Engine().Ledger().LiveBy(mem.OptState)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return weights, optBytes
+}
+
 func parallelModel() *nn.Sequential {
 	return &nn.Sequential{InputShape: tensor.Shape{8}, Layers: []nn.Layer{
 		&nn.Dense{LayerName: "dense", Units: 64, Activation: "relu"},
@@ -140,35 +178,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 		want := paramValues(single)
 		single.Close()
 
-		group := newLocalGroup(2)
-		got := make([][]float64, 2)
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		for rank := 0; rank < 2; rank++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := cfg
-				c.Comm = localRank{g: group, rank: rank}
-				tr, err := train.New(c, data)
-				if err != nil {
-					errs[rank] = err
-					return
-				}
-				defer tr.Close()
-				if _, err := tr.Fit(data); err != nil {
-					errs[rank] = err
-					return
-				}
-				got[rank] = paramValues(tr)
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		got, _ := fitRanks(t, cfg, data)
 		for rank, w := range got {
 			var diff, norm float64
 			for i := range w {
@@ -194,38 +204,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 func TestShardedOptimizerState(t *testing.T) {
 	data := blobs(16, 1000, 8, 4)
 	run := func(shard bool) ([][]float64, []int64) {
-		group := newLocalGroup(2)
-		weights := make([][]float64, 2)
-		optBytes := make([]int64, 2)
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		for rank := 0; rank < 2; rank++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9,
-					Comm: localRank{g: group, rank: rank}, ShardOptimizer: shard}
-				tr, err := train.New(c, data)
-				if err != nil {
-					errs[rank] = err
-					return
-				}
-				defer tr.Close()
-				if _, err := tr.Fit(data); err != nil {
-					errs[rank] = err
-					return
-				}
-				weights[rank] = paramValues(tr)
-				optBytes[rank] = tr.Engine().Ledger().LiveBy(mem.OptState)
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		return weights, optBytes
+		return fitRanks(t, train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9, ShardOptimizer: shard}, data)
 	}
 	plain, plainOpt := run(false)
 	sharded, shardedOpt := run(true)
@@ -253,36 +232,9 @@ func TestShardedOptimizerState(t *testing.T) {
 func TestShardedCheckpointResumes(t *testing.T) {
 	data := blobs(17, 512, 8, 4)
 	run := func(epochs int, dir string, resume bool) [][]float64 {
-		group := newLocalGroup(2)
-		weights := make([][]float64, 2)
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		for rank := 0; rank < 2; rank++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: epochs, Batch: 128, Seed: 9,
-					Comm: localRank{g: group, rank: rank}, ShardOptimizer: true, CheckpointDir: dir, Resume: resume}
-				tr, err := train.New(c, data)
-				if err != nil {
-					errs[rank] = err
-					return
-				}
-				defer tr.Close()
-				if _, err := tr.Fit(data); err != nil {
-					errs[rank] = err
-					return
-				}
-				weights[rank] = paramValues(tr)
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		return weights
+		w, _ := fitRanks(t, train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: epochs, Batch: 128, Seed: 9,
+			ShardOptimizer: true, CheckpointDir: dir, Resume: resume}, data)
+		return w
 	}
 	straight := run(2, t.TempDir(), false)
 	dir := t.TempDir()
