@@ -158,7 +158,7 @@ func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
 		cols := work[:rows*k]
-		im2col(cols, x, g, n0, nb)
+		inHalves(taskIm2col, [3][]T{cols, x}, g, n0, nb)
 		// [rows, K]·[K, f] -> [rows, f]
 		MatMul(dst[n0*per*f:(n0*per+rows)*f], cols, filter, rows, f, k, false, false, false)
 	}
@@ -187,7 +187,7 @@ func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) [
 		cols := work[:rows*k]
 		// [rows, f]·[K, f]ᵀ -> [rows, K]
 		MatMul(cols, dy[n0*per*f:(n0*per+rows)*f], filter, rows, k, f, false, true, false)
-		col2im(dx, cols, g, n0, nb)
+		inHalves(taskCol2im, [3][]T{dx, cols}, g, n0, nb)
 	}
 	return dx
 }
@@ -211,7 +211,7 @@ func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) 
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
 		cols := work[:rows*k]
-		im2col(cols, x, g, n0, nb)
+		inHalves(taskIm2col, [3][]T{cols, x}, g, n0, nb)
 		// [rows, K]ᵀ·[rows, f] -> [K, f], accumulated over chunks
 		MatMul(dfilter, cols, dy[n0*per*f:(n0*per+rows)*f], k, f, rows, true, false, true)
 	}

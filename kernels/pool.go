@@ -49,8 +49,14 @@ func argmaxWindow[T Float](img []T, g ConvGeom, h0, h1, w0, w1, c int) int {
 // g is invalid or a length does not match.
 func MaxPool2D[T Float](dst, x []T, g ConvGeom) []T {
 	g.checkPool("MaxPool2D", "x", len(x), "dst", len(dst))
+	inHalves(taskMaxPool, [3][]T{dst, x}, g, 0, g.N)
+	return dst
+}
+
+// maxPoolImages is MaxPool2D over images [n0, n0+nb).
+func maxPoolImages[T Float](dst, x []T, g ConvGeom, n0, nb int) {
 	img, out := g.H*g.W*g.C, g.OH*g.OW*g.C
-	for n := 0; n < g.N; n++ {
+	for n := n0; n < n0+nb; n++ {
 		xi, di := x[n*img:n*img+img], dst[n*out:n*out+out]
 		for oh := 0; oh < g.OH; oh++ {
 			for ow := 0; ow < g.OW; ow++ {
@@ -73,7 +79,6 @@ func MaxPool2D[T Float](dst, x []T, g ConvGeom) []T {
 			}
 		}
 	}
-	return dst
 }
 
 // MaxPool2DGrad sets dx to the gradient of Σ dy·MaxPool2D(x) with respect to
@@ -90,8 +95,14 @@ func MaxPool2DGrad[T Float](dx, x, dy []T, g ConvGeom) []T {
 	g.checkPool(fn, "x", len(x), "dy", len(dy))
 	checkLen(fn, "dx", len(dx), len(x))
 	clear(dx)
+	inHalves(taskMaxPoolGrad, [3][]T{dx, x, dy}, g, 0, g.N)
+	return dx
+}
+
+// maxPoolGradImages is MaxPool2DGrad over images [n0, n0+nb) (dx cleared).
+func maxPoolGradImages[T Float](dx, x, dy []T, g ConvGeom, n0, nb int) {
 	img, out := g.H*g.W*g.C, g.OH*g.OW*g.C
-	for n := 0; n < g.N; n++ {
+	for n := n0; n < n0+nb; n++ {
 		xi, gi, di := x[n*img:n*img+img], dy[n*out:n*out+out], dx[n*img:n*img+img]
 		for oh := 0; oh < g.OH; oh++ {
 			for ow := 0; ow < g.OW; ow++ {
@@ -103,7 +114,6 @@ func MaxPool2DGrad[T Float](dx, x, dy []T, g ConvGeom) []T {
 			}
 		}
 	}
-	return dx
 }
 
 // AvgPool2D sets dst to the mean of x over the cells of each window that lie
