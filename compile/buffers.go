@@ -32,14 +32,6 @@ type emitted struct {
 	work int  // workspace buffer, or -1
 }
 
-func (a *assigner) runsInstr(n *graph.Node) bool {
-	if _, ok := a.konst[n.ID()]; ok {
-		return false
-	}
-	c := n.Op().Class()
-	return c != graph.ClassLeaf && c != graph.ClassAlias
-}
-
 func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Options) *assigner {
 	n := g.Len()
 	a := &assigner{g: g, live: live, konst: konst, opt: opt, nodeBuf: map[int]int{},

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 
+	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -53,13 +54,13 @@ func ParseDigits(r io.Reader, name string) (*train.Examples, error) {
 	for line := 1; ; line++ {
 		row, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			return nil, &FormatError{File: name, Offset: off, Line: line, Msg: "line longer than 64 KiB"}
+			return nil, formatError(name, off, line, "line longer than 64 KiB")
 		}
 		if len(row) == 0 && err == io.EOF {
 			break
 		}
 		if err != nil && err != io.EOF {
-			return nil, &FormatError{File: name, Offset: off, Line: line, Msg: err.Error()}
+			return nil, formatError(name, off, line, err.Error())
 		}
 		if err := parseDigitsRow(e, row, name, off, line); err != nil {
 			return nil, err
@@ -70,7 +71,7 @@ func ParseDigits(r io.Reader, name string) (*train.Examples, error) {
 		}
 	}
 	if e.N == 0 {
-		return nil, &FormatError{File: name, Offset: 0, Line: 1, Msg: "no rows"}
+		return nil, formatError(name, 0, 1, "no rows")
 	}
 	return e, nil
 }
@@ -89,13 +90,13 @@ func parseDigitsRow(e *train.Examples, row []byte, name string, off int64, line 
 		at := off + int64(start)
 		switch {
 		case !ok:
-			return &FormatError{File: name, Offset: at, Line: line, Msg: fmt.Sprintf("field %d is %q, not an integer", field+1, row[start:i])}
+			return formatError(name, at, line, fmt.Sprintf("field %d is %q, not an integer", field+1, row[start:i]))
 		case field < 64 && v > 16:
-			return &FormatError{File: name, Offset: at, Line: line, Msg: fmt.Sprintf("pixel %d is %d, outside 0..16", field+1, v)}
+			return formatError(name, at, line, fmt.Sprintf("pixel %d is %d, outside 0..16", field+1, v))
 		case field == 64 && v > 9:
-			return &FormatError{File: name, Offset: at, Line: line, Msg: fmt.Sprintf("label is %d, outside 0..9", v)}
+			return formatError(name, at, line, fmt.Sprintf("label is %d, outside 0..9", v))
 		case field > 64:
-			return &FormatError{File: name, Offset: at, Line: line, Msg: "more than 65 fields"}
+			return formatError(name, at, line, "more than 65 fields")
 		}
 		if field < 64 {
 			e.Pixels = append(e.Pixels, uint8(v))
@@ -107,7 +108,7 @@ func parseDigitsRow(e *train.Examples, row []byte, name string, off int64, line 
 	}
 	if field != 65 {
 		e.Pixels = e.Pixels[:e.N*64]
-		return &FormatError{File: name, Offset: off, Line: line, Msg: fmt.Sprintf("%d fields, want 65 (64 pixels and a label)", field)}
+		return formatError(name, off, line, fmt.Sprintf("%d fields, want 65 (64 pixels and a label)", field))
 	}
 	e.N++
 	return nil
@@ -129,18 +130,7 @@ func smallInt(b []byte) (int, bool) {
 	return v, true
 }
 
-// FormatError is bad input in a data set file: the file, the byte offset
-// (and line, for text) where it was found, and what is wrong.
-type FormatError struct {
-	File   string
-	Offset int64
-	Line   int // 0 for binary files
-	Msg    string
-}
-
-func (e *FormatError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s: line %d, offset %d: %s", e.File, e.Line, e.Offset, e.Msg)
-	}
-	return fmt.Sprintf("%s: offset %d: %s", e.File, e.Offset, e.Msg)
+// formatError is bad input at byte offset of name, on line (counted from 1).
+func formatError(name string, offset int64, line int, msg string) *data.FormatError {
+	return &data.FormatError{Format: "csv", File: name, Offset: offset, Msg: fmt.Sprintf("line %d: %s", line, msg)}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/headroom-ml/headroom/data"
 )
 
 func TestDigits(t *testing.T) {
@@ -43,11 +45,11 @@ func TestParseDigitsErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseDigits(strings.NewReader(c.in), "d.csv")
-			var fe *FormatError
+			var fe *data.FormatError
 			if !errors.As(err, &fe) {
-				t.Fatalf("got %v, want *FormatError", err)
+				t.Fatalf("got %v, want *data.FormatError", err)
 			}
-			if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "d.csv:") || fe.Offset != c.offset {
+			if !strings.Contains(err.Error(), c.want) || fe.File != "d.csv" || fe.Offset != c.offset {
 				t.Errorf("got %q (offset %d), want %q at offset %d", err, fe.Offset, c.want, c.offset)
 			}
 		})
@@ -61,9 +63,9 @@ func FuzzParseDigits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		e, err := ParseDigits(strings.NewReader(in), "fuzz.csv")
 		if err != nil {
-			var fe *FormatError
+			var fe *data.FormatError
 			if !errors.As(err, &fe) || fe.Offset < 0 || fe.Offset > int64(len(in)) {
-				t.Fatalf("error %v is not a *FormatError with an offset inside the input", err)
+				t.Fatalf("error %v is not a *data.FormatError with an offset inside the input", err)
 			}
 			return
 		}
