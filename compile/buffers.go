@@ -99,6 +99,11 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 			a.newBuf(n, KindVariable, RoleCategory(n.Attr().Role))
 		case graph.OpReshape:
 			a.join(a.nodeBuf[n.Inputs()[0].ID()], n)
+		case graph.OpAllReduceWait:
+			// a view of the start's buffer that runs an instruction: the
+			// wait for the all-reduce in flight
+			a.emit = append(a.emit, emitted{node: n, work: -1})
+			a.join(a.nodeBuf[n.Inputs()[0].ID()], n)
 		case graph.OpAssign:
 			if a.nodeBuf[n.Inputs()[1].ID()] != a.nodeBuf[n.Inputs()[0].ID()] {
 				a.emit = append(a.emit, emitted{node: n, copy: true, work: -1})
@@ -110,6 +115,9 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 			}
 			if b, ok := a.inPlace(n); ok {
 				a.join(b, n)
+				if n.Op() == graph.OpAllReduceStart {
+					a.bufs[b].Owner = n.Owner() // from here on, it is the bucket
+				}
 				continue
 			}
 			a.newBuf(n, KindArena, mem.Workspace)
@@ -296,7 +304,9 @@ func (a *assigner) plan() *Plan {
 		}
 		for _, id := range b.Nodes {
 			if t, ok := at[id]; ok {
-				b.Start = min(b.Start, t)
+				// every instruction that defines a node of the buffer runs
+				// in its lifetime (the wait of an all-reduce writes it)
+				b.Start, b.End = min(b.Start, t), max(b.End, t)
 			}
 			if u := a.lastUse[id]; u >= 0 {
 				b.End = max(b.End, at[u])
@@ -311,6 +321,10 @@ func (a *assigner) plan() *Plan {
 // lower emits the instructions over the final buffer table.
 func (a *assigner) lower() []exec.Instr {
 	out := make([]exec.Instr, 0, len(a.emit))
+	at := make(map[int]int, len(a.emit)) // node id -> instruction index
+	for i, e := range a.emit {
+		at[e.node.ID()] = i
+	}
 	for _, e := range a.emit {
 		n := e.node
 		if e.copy {
@@ -326,7 +340,10 @@ func (a *assigner) lower() []exec.Instr {
 			ins[i] = a.nodeBuf[x.ID()]
 		}
 		var it exec.Instr
-		if grp := a.fused.groups[n.ID()]; grp != nil {
+		if n.Op() == graph.OpAllReduceWait {
+			it = lowerNode(n, a.nodeBuf[n.ID()], ins)
+			it.Pair = at[n.Inputs()[0].ID()]
+		} else if grp := a.fused.groups[n.ID()]; grp != nil {
 			it = exec.Instr{Op: graph.OpFused, Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
 				InDType: n.DType(), Out: a.nodeBuf[n.ID()], In: ins, Shape: n.Shape(), Fused: grp.program(a.opt.Threads)}
 		} else {

@@ -80,12 +80,46 @@ func constants(g *graph.Graph, live []bool) map[int]constant {
 // than its inputs together.
 const foldLimit = 4096
 
+// checkCollectives rejects an all_reduce_start read by anything but one
+// all_reduce_wait: its buffer changes under the reader until the wait.
+func checkCollectives(g *graph.Graph, live []bool) error {
+	waits := map[int]int{}
+	for _, c := range g.Nodes() {
+		if !live[c.ID()] {
+			continue
+		}
+		for _, in := range c.Inputs() {
+			if in.Op() != graph.OpAllReduceStart {
+				continue
+			}
+			if c.Op() != graph.OpAllReduceWait {
+				return fmt.Errorf("compile: %s (%s) reads %s (%s) before its all_reduce_wait", c, c.Owner(), in, in.Owner())
+			}
+			if waits[in.ID()]++; waits[in.ID()] > 1 {
+				return fmt.Errorf("compile: %s (%s) has more than one all_reduce_wait", in, in.Owner())
+			}
+		}
+	}
+	return nil
+}
+
+// collective reports whether op exchanges data with the other processes of
+// a data-parallel run: its value is not a function of its inputs here, so it
+// is never folded.
+func collective(op graph.Op) bool {
+	switch op {
+	case graph.OpAllReduce, graph.OpAllReduceStart, graph.OpAllReduceWait, graph.OpReduceScatter, graph.OpAllGather:
+		return true
+	}
+	return false
+}
+
 // fold evaluates, in id order, every live node whose inputs are all
 // constants, using the same instructions the runtime runs.
 func fold(g *graph.Graph, live []bool) (map[int]constant, error) {
 	konst := constants(g, live)
 	for _, n := range g.Nodes() {
-		if !live[n.ID()] || n.Op().Class() == graph.ClassLeaf || n.Op() == graph.OpAssign || len(n.Inputs()) == 0 {
+		if !live[n.ID()] || n.Op().Class() == graph.ClassLeaf || n.Op() == graph.OpAssign || len(n.Inputs()) == 0 || collective(n.Op()) {
 			continue
 		}
 		inBytes := int64(0)

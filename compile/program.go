@@ -100,6 +100,9 @@ func Compile(g *graph.Graph, opt Options) (p *Program, err error) {
 	if err := checkAssigns(g, live); err != nil {
 		return nil, err
 	}
+	if err := checkCollectives(g, live); err != nil {
+		return nil, err
+	}
 	var konst map[int]constant
 	if !opt.DisableFolding {
 		konst, err = fold(g, live)

@@ -48,7 +48,7 @@ type Comm interface {
 
 // Request is a started non-blocking collective. Wait blocks until it has
 // completed and must be called exactly once.
-type Request interface{ Wait() error }
+type Request = interface{ Wait() error }
 
 // DefaultTimeout is the Timeout of a zero Options.
 const DefaultTimeout = 60 * time.Second

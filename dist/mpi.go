@@ -101,15 +101,23 @@ type op struct {
 	// engine state
 	seq   int64
 	start time.Time
-	nreq  int // MPI requests still outstanding
+	took  time.Duration // from start to completion
+	nreq  int           // MPI requests still outstanding
 }
 
 // Wait blocks until the collective has completed and recycles the op.
 func (o *op) Wait() error {
-	<-o.done
-	err := o.err
-	o.c.recycle(o)
+	_, err := o.WaitTook()
 	return err
+}
+
+// WaitTook is Wait that also returns how long the collective took, from
+// the moment this rank's MPI thread started it to its completion.
+func (o *op) WaitTook() (time.Duration, error) {
+	<-o.done
+	err, took := o.err, o.took
+	o.c.recycle(o)
+	return took, err
 }
 
 func (c *comm) Rank() int { return c.rank }
@@ -128,7 +136,7 @@ func (c *comm) get(kind opKind) *op {
 	}
 	// Field by field: the Pinner and the channel are reused.
 	o.kind, o.n, o.esize, o.dtype, o.root, o.inPlace = kind, 0, 1, 0, 0, false
-	o.seq, o.start, o.nreq = 0, time.Time{}, 0
+	o.seq, o.start, o.took, o.nreq = 0, time.Time{}, 0, 0
 	return o
 }
 

@@ -308,6 +308,7 @@ func (e *engine) finish(o *op) {
 		copy(unsafe.Slice((*byte)(unsafe.Add(o.buf, e.rank*b)), b), unsafe.Slice((*byte)(o.buf), b))
 	}
 	e.active = time.Now()
+	o.took = e.active.Sub(o.start)
 	i := slices.Index(e.pending, o)
 	e.pending = slices.Delete(e.pending, i, i+1)
 	if o.kind == opClose {

@@ -78,6 +78,27 @@ func AllReduceSum(x *Node) *Node {
 	return x.g.add(OpAllReduce, x.dtype, x.shape, Attr{}, x)
 }
 
+// AllReduceStart starts summing x over every process of a data-parallel
+// run and returns the buffer the sum lands in, which only AllReduceWait may
+// read: the instructions built between the two run while the processes
+// exchange data. With one process it is a copy.
+func AllReduceStart(x *Node) *Node {
+	if x.dtype != tensor.Float32 && x.dtype != tensor.Float64 {
+		x.g.throw(OpAllReduceStart, "needs float32 or float64, got %s%v", x.dtype, x.shape)
+	}
+	return x.g.add(OpAllReduceStart, x.dtype, x.shape, Attr{}, x)
+}
+
+// AllReduceWait completes the all-reduce that start (an AllReduceStart)
+// began and returns its sum: a view of start's buffer, read after the wait
+// instruction. Build it where the sum is first needed, as late as possible.
+func AllReduceWait(start *Node) *Node {
+	if start.op != OpAllReduceStart {
+		start.g.throw(OpAllReduceWait, "needs an all_reduce_start, got %s", start)
+	}
+	return start.g.add(OpAllReduceWait, start.dtype, start.shape, Attr{}, start)
+}
+
 // ReduceScatterSum sums the vector x [n] over the size processes of a
 // data-parallel run and returns this process's block of the sum,
 // [n/size] (rank r gets elements [r·n/size, (r+1)·n/size)).

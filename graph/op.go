@@ -97,6 +97,13 @@ const (
 	OpAllReduce
 	OpReduceScatter // sum over processes, keep this process's block
 	OpAllGather     // concatenate every process's block
+	// OpAllReduceStart starts summing its input over every process, in
+	// place in its output buffer, and returns at once; OpAllReduceWait (a
+	// view of the start's buffer) completes it. Between the two the step
+	// goes on computing: the all-reduce of a gradient bucket overlaps the
+	// rest of backward (internal; built by train).
+	OpAllReduceStart
+	OpAllReduceWait
 
 	NumOps
 )
@@ -179,6 +186,8 @@ var opInfo = [NumOps]struct {
 	OpAllReduce:               {"all_reduce", ClassElementwise},
 	OpReduceScatter:           {"reduce_scatter", ClassOther},
 	OpAllGather:               {"all_gather", ClassOther},
+	OpAllReduceStart:          {"all_reduce_start", ClassElementwise},
+	OpAllReduceWait:           {"all_reduce_wait", ClassAlias},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
@@ -279,6 +280,7 @@ func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err err
 		x.bound[i] = exec.Bind(&p.Instrs[i], x.bufs)
 		x.bound[i].Comm = e.comm
 	}
+	exec.Link(x.bound)
 	return x, nil
 }
 
@@ -322,10 +324,22 @@ func sortedKeys(m map[string]tensor.Tensor) []string {
 func (x *Executable) Run() error {
 	for i := range x.bound {
 		if err := x.bound[i].Run(); err != nil {
+			// all-reduces in flight complete before the step returns: their
+			// buffers are the arena's, and the other processes wait for them
+			if aerr := exec.Abandon(x.bound); aerr != nil {
+				err = fmt.Errorf("%w (and completing the all-reduces in flight: %v)", err, aerr)
+			}
 			return fmt.Errorf("runtime: program %q: %w", x.Program.Name, err)
 		}
 	}
 	return nil
+}
+
+// AllReduceTimes returns, over every run so far, how long the step's
+// started all-reduces took and how long it waited for them (see
+// exec.AllReduceTimes).
+func (x *Executable) AllReduceTimes() (took, waited time.Duration) {
+	return exec.AllReduceTimes(x.bound)
 }
 
 // Close releases the executable's reservations (not the shared variables it

@@ -42,6 +42,12 @@ type History struct {
 	// overflowed; LossScale is the dynamic loss scale at the end.
 	SkippedSteps int64
 	LossScale    float64
+	// AllReduceSeconds is how long the gradient buckets' all-reduces of a
+	// data-parallel run took, from start to completion, over the whole run;
+	// AllReduceWaitSeconds is how long the steps waited for them. The rest
+	// ran behind backward's computation.
+	AllReduceSeconds     float64
+	AllReduceWaitSeconds float64
 	// MeasuredPeak is the ledger's peak; it equals Trainer.Planned.
 	MeasuredPeak int64
 	// LedgerGrowth is live bytes at the end of the last epoch minus at the
@@ -311,6 +317,11 @@ func (r *fitRun) finish() *History {
 	}
 	h.StoppedEarly = t.stop
 	h.SkippedSteps, h.LossScale = t.skipped, t.lossScale
+	for _, pr := range t.progs {
+		took, waited := pr.x.AllReduceTimes()
+		h.AllReduceSeconds += took.Seconds()
+		h.AllReduceWaitSeconds += waited.Seconds()
+	}
 	h.MeasuredPeak = t.engine.Ledger().Peak()
 	return h
 }

@@ -2,9 +2,11 @@ package train_test
 
 import (
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
@@ -34,6 +36,53 @@ func newLocalGroup(size int) *localGroup {
 type localRank struct {
 	g    *localGroup
 	rank int
+	// q runs this rank's non-blocking all-reduces in the order they were
+	// started, on one goroutine (as MPI's progress does), while the rank
+	// goes on computing.
+	q chan func()
+}
+
+// newLocalRank returns rank of group with its queue's goroutine running
+// (until the queue is closed).
+func newLocalRank(group *localGroup, rank int) localRank {
+	r := localRank{g: group, rank: rank, q: make(chan func(), 64)}
+	go func() {
+		for f := range r.q {
+			f()
+		}
+	}()
+	return r
+}
+
+// localRequest is a started all-reduce of localRank.
+type localRequest struct {
+	done chan struct{}
+}
+
+func (q localRequest) Wait() error {
+	<-q.done
+	return nil
+}
+
+// Start queues the all-reduce of buf and returns; Wait waits for it. Every
+// collective goes through the queue, so ranks meet in the same order.
+func (r localRank) Start(buf []byte, dt tensor.DType) (interface{ Wait() error }, error) {
+	req := localRequest{done: make(chan struct{})}
+	r.q <- func() {
+		r.exchangeSum(buf, dt)
+		close(req.done)
+	}
+	return req, nil
+}
+
+// sync runs f after the all-reduces queued before it.
+func (r localRank) sync(f func()) {
+	done := make(chan struct{})
+	r.q <- func() {
+		f()
+		close(done)
+	}
+	<-done
 }
 
 func (r localRank) Rank() int { return r.rank }
@@ -65,6 +114,11 @@ func (r localRank) exchange(buf []byte, combine func(bufs [][]byte), out ...[]by
 }
 
 func (r localRank) AllReduceSum(buf []byte, dt tensor.DType) error {
+	r.sync(func() { r.exchangeSum(buf, dt) })
+	return nil
+}
+
+func (r localRank) exchangeSum(buf []byte, dt tensor.DType) {
 	r.exchange(buf, func(bufs [][]byte) {
 		sum, _ := tensor.FromBytes(dt, tensor.Shape{len(buf) / dt.Size()}, append([]byte(nil), bufs[0]...))
 		for _, b := range bufs[1:] {
@@ -77,7 +131,6 @@ func (r localRank) AllReduceSum(buf []byte, dt tensor.DType) error {
 			copy(b, sum.Bytes())
 		}
 	})
-	return nil
 }
 
 func (r localRank) ReduceScatterSum(send, recv []byte, dt tensor.DType) error {
@@ -91,21 +144,25 @@ func (r localRank) ReduceScatterSum(send, recv []byte, dt tensor.DType) error {
 
 func (r localRank) AllGather(send, recv []byte) error {
 	g := r.g
-	r.exchange(send, func(bufs [][]byte) {
-		for _, out := range g.outs {
-			for i, b := range bufs {
-				copy(out[i*len(b):(i+1)*len(b)], b)
+	r.sync(func() {
+		r.exchange(send, func(bufs [][]byte) {
+			for _, out := range g.outs {
+				for i, b := range bufs {
+					copy(out[i*len(b):(i+1)*len(b)], b)
+				}
 			}
-		}
-	}, recv)
+		}, recv)
+	})
 	return nil
 }
 
 func (r localRank) Broadcast(buf []byte, root int) error {
-	r.exchange(buf, func(bufs [][]byte) {
-		for _, b := range bufs {
-			copy(b, bufs[root])
-		}
+	r.sync(func() {
+		r.exchange(buf, func(bufs [][]byte) {
+			for _, b := range bufs {
+				copy(b, bufs[root])
+			}
+		})
 	})
 	return nil
 }
@@ -124,7 +181,9 @@ func fitRanks(t *testing.T, cfg train.Config, data *train.Examples) ([][]float64
 		go func() {
 			defer wg.Done()
 			c := cfg
-			c.Comm = localRank{g: group, rank: rank}
+			r := newLocalRank(group, rank)
+			defer close(r.q)
+			c.Comm = r
 			tr, err := train.New(c, data)
 			if err != nil {
 				errs[rank] = err
@@ -172,8 +231,21 @@ func paramValues(tr *train.Trainer) []float64 {
 // with a partial last batch, with and without accumulation.
 func TestDataParallelMatchesOneProcess(t *testing.T) {
 	data := blobs(15, 1000, 8, 4) // 7 batches of 128 and one of 104
-	for _, acc := range []int{1, 2} {
-		cfg := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9, Accumulate: acc}
+	cases := []struct {
+		name string
+		cfg  train.Config
+	}{
+		{"one bucket", train.Config{BucketBytes: 1 << 30}},
+		{"default buckets", train.Config{}},
+		{"a bucket per gradient", train.Config{BucketBytes: 64}},
+		{"accumulate 2", train.Config{Accumulate: 2, BucketBytes: 256}},
+		{"clipped", train.Config{ClipNorm: 0.5, BucketBytes: 256}},
+		{"clipped, accumulate 2", train.Config{ClipNorm: 0.5, Accumulate: 2}},
+	}
+	for _, c := range cases {
+		cfg := c.cfg
+		cfg.Model, cfg.Optimizer, cfg.Epochs, cfg.Batch, cfg.Seed = parallelModel(), &optim.Adam{}, 2, 128, 9
+		acc := c.name
 		single, _ := fit(t, cfg, data)
 		want := paramValues(single)
 		single.Close()
@@ -186,9 +258,9 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 				norm += want[i] * want[i]
 			}
 			rel := math.Sqrt(diff / norm)
-			t.Logf("accumulate %d, rank %d: relative difference %.3g", acc, rank, rel)
+			t.Logf("%s, rank %d: relative difference %.3g", acc, rank, rel)
 			if rel > 1e-5 {
-				t.Errorf("accumulate %d, rank %d: weights differ from one process by %.3g relative, want <= 1e-5", acc, rank, rel)
+				t.Errorf("%s, rank %d: weights differ from one process by %.3g relative, want <= 1e-5", acc, rank, rel)
 			}
 		}
 		for i := range got[0] {
@@ -255,5 +327,54 @@ func TestShardedCheckpointResumes(t *testing.T) {
 	defer tr.Close()
 	if h.StartEpoch != 1 {
 		t.Errorf("one process resumed at epoch %d, want 1", h.StartEpoch)
+	}
+}
+
+// TestBucketsOverlapBackward: in a data-parallel step the gradients are
+// all-reduced in buckets planned in the arena (owner allreduce/bucketN, in
+// the grad category), each bucket's all-reduce starts while backward is
+// still computing later gradients, and every bucket stays live until the
+// update after the last one started.
+func TestBucketsOverlapBackward(t *testing.T) {
+	cfg := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 1, Batch: 128, Seed: 9, BucketBytes: 1024}
+	cfg.Comm = newLocalRank(newLocalGroup(2), 0)
+	p, _, err := train.PlanFor(cfg, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buckets []compile.Buffer
+	for _, b := range p.Buffers {
+		if strings.HasPrefix(b.Owner, "allreduce/bucket") {
+			buckets = append(buckets, b)
+			if b.Kind != compile.KindArena || b.Category != mem.Grad {
+				t.Errorf("bucket %s is %v/%v, want an arena buffer of category grad", b.Owner, b.Kind, b.Category)
+			}
+		}
+	}
+	// backward order: dense_1/bias (64 B), dense_1/kernel (1 KiB), dense/bias
+	// (256 B), dense/kernel (2 KiB): with 1 KiB buckets, four of them, the
+	// last holding the last gradient backward computes
+	if len(buckets) != 4 {
+		t.Fatalf("got %d buckets, want 4 (gradients of 64, 1024, 256 and 2048 B in 1 KiB buckets)", len(buckets))
+	}
+	first, last := buckets[0].Start, buckets[3].Start
+	for i, b := range buckets[:3] {
+		if b.Start >= last {
+			t.Errorf("bucket %d starts at instruction %d, want before backward's last gradient (%d)", i, b.Start, last)
+		}
+	}
+	overlapped := false // backward work defined after the first bucket started
+	for _, b := range p.Buffers {
+		if b.Kind == compile.KindArena && strings.HasPrefix(b.Owner, "grad/") && b.Start > first && b.Start < last {
+			overlapped = true
+		}
+	}
+	if !overlapped {
+		t.Errorf("no backward buffer is written between the first bucket's start (%d) and the last gradient (%d)", first, last)
+	}
+	for _, b := range buckets {
+		if b.End <= last {
+			t.Errorf("%s is released at instruction %d, before the last bucket starts (%d): its wait must come after backward", b.Owner, b.End, last)
+		}
 	}
 }

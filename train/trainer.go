@@ -50,11 +50,15 @@ type Config struct {
 	ShardOptimizer bool
 	// Comm, when it has more than one process, makes the run data-parallel:
 	// each process trains on its share of every batch (Batch is the global
-	// batch; each runs Batch/Size), gradients are summed over the processes
-	// (weighted by their shares, so the update is the one batch's) as soon as
-	// each is final, weights start from rank 0's, and only rank 0 writes
-	// checkpoints. dist.Comm provides it.
+	// batch, as Keras' tf.distribute; each runs Batch/Size), gradients are
+	// summed over the processes (weighted by their shares, so the update is
+	// the one batch's) in buckets whose all-reduce starts as soon as
+	// backward has produced them, weights start from rank 0's, and only
+	// rank 0 writes checkpoints. dist.Comm provides it.
 	Comm Collective
+	// BucketBytes is the size of a gradient bucket of a data-parallel run
+	// (0: DefaultBucketBytes).
+	BucketBytes int64
 	// StrictMemory makes memory growth after the first epoch an error
 	// (*LeakError) instead of a warning in History.Leaks; NoWatchdog turns
 	// the check off (it forces two garbage collections per epoch).
@@ -156,6 +160,8 @@ type Collective interface {
 	ReduceScatterSum(send, recv []byte, dtype tensor.DType) error
 	AllGather(send, recv []byte) error
 	Broadcast(buf []byte, root int) error
+	// Start begins an all-reduce (sum) of buf in place; Wait completes it.
+	Start(buf []byte, dtype tensor.DType) (interface{ Wait() error }, error)
 }
 
 // ranks returns the number of processes of the run (1 without Comm).
@@ -213,49 +219,55 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		if c.ranks() > 1 && mode != modeAccumulate {
 			rankWeight = g.Input("opt/rank_weight", loss.DType(), nil)
 		}
-		// reduce sums this process's share of the batch's gradient over the
-		// processes of a data-parallel run.
-		reduce := func(gr *graph.Node) *graph.Node {
-			if rankWeight == nil {
-				return gr
-			}
-			return graph.AllReduceSum(graph.Mul(gr, rankWeight))
+		// The gradient of a data-parallel run is summed over the processes
+		// (each weighted by its share of the batch). Unless the optimizer
+		// state is sharded (shardedUpdate reduce-scatters instead), the
+		// gradients go through buckets whose all-reduce starts as soon as
+		// backward has produced them and is waited for before the update.
+		var bk *buckets
+		if rankWeight != nil && !c.sharded() {
+			bk = &buckets{g: g, limit: c.bucketBytes()}
 		}
-		// reduced: the all-reduced gradient, unless the optimizer state is
-		// sharded (shardedUpdate reduce-scatters instead)
-		reduced := func(gr *graph.Node) *graph.Node {
-			if c.sharded() {
-				return gr
-			}
-			return reduce(gr)
-		}
+		// update builds what a training step does with wrt[i]'s gradient:
+		// add it, weighted by this micro-batch's share of the batch
+		// (opt/micro_weight), to the accumulator, and/or hand it on. The
+		// weighted sum is the gradient of the batch's mean loss. It returns
+		// this process's share, ready to be reduced (in accumulate mode, the
+		// gradient itself, for the plan's categories).
 		update := func(i int, gr *graph.Node) *graph.Node {
 			p := ctx.Trainable[i]
-			if weight == nil {
-				return reduced(gr)
+			if weight != nil {
+				// Accumulators are persistent gradients (grad category).
+				acc := g.Variable(p.Attr().Name+"/accum", graph.RoleGrad, p.DType(), p.Shape())
+				sum := graph.Add(acc, graph.Mul(gr, weight))
+				if mode == modeAccumulate {
+					graph.Assign(acc, sum)
+					return gr
+				}
+				graph.Assign(acc, graph.BroadcastTo(graph.ScalarLike(p, 0), p.Shape()...))
+				gr = sum
 			}
-			// Accumulators are persistent gradients (grad category).
-			acc := g.Variable(p.Attr().Name+"/accum", graph.RoleGrad, p.DType(), p.Shape())
-			sum := graph.Add(acc, graph.Mul(gr, weight))
-			if mode == modeAccumulate {
-				graph.Assign(acc, sum)
-				return gr
+			if rankWeight != nil {
+				gr = graph.Mul(gr, rankWeight)
 			}
-			graph.Assign(acc, graph.BroadcastTo(graph.ScalarLike(p, 0), p.Shape()...))
-			return reduced(sum)
+			return gr
 		}
 		grads := make([]*graph.Node, len(ctx.Trainable))
 		opt := autodiff.Options{Keep: c.keep(ctx), Lower: func(n *graph.Node) *graph.Node { return ctx.Low[n] }}
-		if c.ClipNorm <= 0 && !c.lossScaling() {
-			// Interleave: each parameter is updated as soon as its gradient
-			// is final, so gradients never all live at once.
+		interleave := c.ClipNorm <= 0 && !c.lossScaling()
+		if interleave {
+			// Each gradient is handed on as soon as it is final: to the
+			// optimizer at once (gradients never all live at once), to the
+			// sharded update, or to a bucket whose all-reduce it may start.
 			opt.OnGrad = func(i int, gr *graph.Node) {
 				old := g.SetPhase(graph.Update)
 				grads[i] = update(i, gr)
 				switch {
 				case mode == modeAccumulate:
 				case c.sharded():
-					c.shardedUpdate(g, ctx.Trainable[i], grads[i], rankWeight)
+					c.shardedUpdate(g, ctx.Trainable[i], grads[i])
+				case bk != nil:
+					bk.add(i, grads[i])
 				default:
 					c.Optimizer.Apply(g, ctx.Trainable[i:i+1], grads[i:i+1])
 				}
@@ -264,14 +276,45 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		}
 		raw := autodiff.GradWith(target, opt, ctx.Trainable...)
 		old := g.SetPhase(graph.Update)
+		if interleave && bk != nil && mode != modeAccumulate {
+			// wait for the buckets, in the order they started, then update
+			bk.flush()
+			for _, b := range bk.done {
+				sums := bk.wait(b)
+				params := make([]*graph.Node, len(b.members))
+				for j, i := range b.members {
+					params[j], grads[i] = ctx.Trainable[i], sums[j]
+				}
+				c.Optimizer.Apply(g, params, sums)
+			}
+		}
 		var finite *graph.Node
-		if c.ClipNorm > 0 || c.lossScaling() { // clipping and overflow checks need every gradient first
-			if unscale != nil {
-				// finite holds when no gradient is Inf or NaN: 0·g is NaN exactly there
+		if !interleave { // clipping and overflow checks need every gradient first
+			for i, gr := range raw {
+				if unscale != nil {
+					gr = graph.Mul(gr, unscale)
+				}
+				grads[i] = update(i, gr)
+				if bk != nil && mode != modeAccumulate {
+					bk.add(i, grads[i])
+				}
+			}
+			if bk != nil && mode != modeAccumulate {
+				bk.flush()
+				for _, b := range bk.done {
+					for j, sum := range bk.wait(b) {
+						grads[b.members[j]] = sum
+					}
+				}
+			}
+			if unscale != nil && mode != modeAccumulate {
+				// finite holds when no gradient (of the whole batch, after
+				// the all-reduce) is Inf or NaN: 0·g is NaN exactly there.
+				// The accumulators were reset above, unguarded: a skipped
+				// step drops its gradients.
 				var probe *graph.Node
-				for i, gr := range raw {
-					raw[i] = graph.Mul(gr, unscale)
-					z := graph.ReduceSum(graph.MulScalar(raw[i], 0))
+				for _, gr := range grads {
+					z := graph.ReduceSum(graph.MulScalar(gr, 0))
 					if probe == nil {
 						probe = z
 					} else {
@@ -280,9 +323,6 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 				}
 				finite = graph.Equal(probe, graph.ScalarLike(probe, 0))
 				g.SetGuard(finite) // a step with an overflow changes nothing
-			}
-			for i, gr := range raw {
-				grads[i] = update(i, gr)
 			}
 			if mode != modeAccumulate {
 				grads = optim.ClipByGlobalNorm(grads, c.ClipNorm)
@@ -343,7 +383,7 @@ func (c *Config) sharded() bool { return c.ShardOptimizer && c.ranks() > 1 }
 // gradient is reduce-scattered (this process gets the sum's block), the
 // optimizer updates this process's block of p with state of block size,
 // and the updated blocks are all-gathered into p.
-func (c *Config) shardedUpdate(g *graph.Graph, p, gr, rankWeight *graph.Node) {
+func (c *Config) shardedUpdate(g *graph.Graph, p, gr *graph.Node) {
 	size, rank := c.ranks(), c.Comm.Rank()
 	n := p.Shape().Size()
 	b := (n + size - 1) / size
@@ -355,7 +395,7 @@ func (c *Config) shardedUpdate(g *graph.Graph, p, gr, rankWeight *graph.Node) {
 		return x
 	}
 	g.PushScope("zero")
-	mine := graph.ReduceScatterSum(flat(graph.Mul(gr, rankWeight)), size)
+	mine := graph.ReduceScatterSum(flat(gr), size)
 	w := graph.Slice(flat(p), []int{rank * b}, []int{(rank + 1) * b})
 	full := graph.AllGather(c.Optimizer.Update(g, p, w, mine), size)
 	if b*size > n {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	goruntime "runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -33,8 +34,13 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	shard := fs.Bool("shard-optimizer", false, "under mpirun: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
 	fitBudget := fs.Bool("fit-to-budget", false, "choose micro-batches, recomputation (and, with --allow-precision, 16-bit activations) so the run fits --budget, keeping the effective batch")
 	allowPrecision := fs.Bool("allow-precision", false, "let --fit-to-budget choose mixed_bfloat16")
+	bucketSize := fs.String("bucket-size", "1MiB", "under mpirun: gradients are all-reduced in buckets of about this size, each started as soon as backward has produced it")
 	if err := o.parse(fs, args); err != nil {
 		return err
+	}
+	bucketBytes, err := mem.ParseBytes(*bucketSize)
+	if err != nil || bucketBytes <= 0 {
+		return fmt.Errorf("--bucket-size %q: want a size such as 1MiB", *bucketSize)
 	}
 	if *resume && *ckpt == "" {
 		return fmt.Errorf("--resume needs --checkpoint-dir")
@@ -61,7 +67,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	defer comm.Close()
 	if comm.Size() > 1 {
-		cfg.Comm, cfg.ShardOptimizer = comm, *shard
+		cfg.Comm, cfg.ShardOptimizer, cfg.BucketBytes = comm, *shard, bucketBytes
+		// MPI's progress thread needs a P of its own beside the kernels'
+		// threads: with GOMAXPROCS = --threads a completed collective waits
+		// for the scheduler to take the P back from the thread's cgo call,
+		// up to milliseconds each time (see dist's package comment)
+		goruntime.GOMAXPROCS(o.threads + 1)
 		if comm.Rank() != 0 { // one process reports
 			stdout, *quiet = io.Discard, true
 		}
@@ -150,9 +161,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d optstate_bytes=%d\n",
+	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d optstate_bytes=%d allreduce_s=%.3f allreduce_wait_s=%.3f\n",
 		o.model, o.dataset, o.threads, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
-		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate)/comm.Size(), max(1, cfg.Accumulate), saved, h.SkippedSteps, comm.Size(), t.Engine().Ledger().LiveBy(mem.OptState))
+		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate)/comm.Size(), max(1, cfg.Accumulate), saved, h.SkippedSteps, comm.Size(), t.Engine().Ledger().LiveBy(mem.OptState), h.AllReduceSeconds, h.AllReduceWaitSeconds)
 	return nil
 }
 

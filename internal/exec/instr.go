@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
@@ -54,6 +55,7 @@ type Instr struct {
 	Rate               float64
 	Seed               uint64
 	Fused              *Fused // OpFused: the chain; In lists its leaves
+	Pair               int    // all_reduce_wait: the index of its all_reduce_start
 }
 
 // collective runs a reduce-scatter or an all-gather; with a single
@@ -113,7 +115,14 @@ type Collective interface {
 	ReduceScatterSum(send, recv []byte, dtype tensor.DType) error
 	// AllGather concatenates every process's send into recv, in rank order.
 	AllGather(send, recv []byte) error
+	// Start begins summing buf over every process, in place, and returns
+	// at once; the request's Wait completes it. buf is not touched until
+	// then.
+	Start(buf []byte, dtype tensor.DType) (Request, error)
 }
+
+// Request is an all-reduce in flight (dist.Request is the same type).
+type Request = interface{ Wait() error }
 
 // Bound is an Instr bound to the bytes of its buffers, ready to run.
 type Bound struct {
@@ -128,6 +137,59 @@ type Bound struct {
 
 	leafViews [][]byte // fused: every leaf's bytes
 	leafSlot  []int    // fused: workspace slot of each non-full leaf
+
+	// all_reduce_start: the all-reduce in flight (nil when none);
+	// all_reduce_wait: its start (see Link)
+	req   Request
+	start *Bound
+	// all_reduce_wait: over every run, how long its all-reduces took (where
+	// the Request reports it) and how long this instruction waited for them
+	took, waited time.Duration
+}
+
+// tookWaiter is a Request that reports how long its collective took
+// (dist's MPI requests do).
+type tookWaiter interface {
+	WaitTook() (time.Duration, error)
+}
+
+// AllReduceTimes sums, over the all_reduce_wait instructions of bound and
+// every run so far, how long their all-reduces took from start to
+// completion (where the communicator reports it) and how long the step
+// waited for them: the difference is the time the all-reduces were hidden
+// behind computation.
+func AllReduceTimes(bound []Bound) (took, waited time.Duration) {
+	for i := range bound {
+		took += bound[i].took
+		waited += bound[i].waited
+	}
+	return took, waited
+}
+
+// Link connects every all_reduce_wait of bound (a program's instructions,
+// in order) to its all_reduce_start.
+func Link(bound []Bound) {
+	for i := range bound {
+		if bound[i].Op == graph.OpAllReduceWait {
+			bound[i].start = &bound[bound[i].Pair]
+		}
+	}
+}
+
+// Abandon completes every all-reduce still in flight in bound, after a step
+// failed between a start and its wait: the processes stay in step and no
+// buffer is written behind the caller's back. It returns the first error.
+func Abandon(bound []Bound) error {
+	var first error
+	for i := range bound {
+		if r := bound[i].req; r != nil {
+			bound[i].req = nil
+			if err := r.Wait(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
 }
 
 // Bind binds in to bufs, the bytes of every buffer of the program.
@@ -202,6 +264,46 @@ func (b *Bound) Run() error {
 		return nil
 	case graph.OpReduceScatter, graph.OpAllGather:
 		return b.collective()
+	case graph.OpAllReduceStart:
+		if len(b.out) > 0 && &b.out[0] != &b.in[0][0] {
+			copy(b.out, b.in[0])
+		}
+		if b.Comm == nil || b.Comm.Size() == 1 {
+			return nil
+		}
+		if b.req != nil {
+			return b.fail("the previous all-reduce of this buffer is still in flight")
+		}
+		req, err := b.Comm.Start(b.out, b.DType)
+		if err != nil {
+			return b.fail("starting the all-reduce over %d processes: %v", b.Comm.Size(), err)
+		}
+		b.req = req
+		return nil
+	case graph.OpAllReduceWait:
+		s := b.start
+		if s == nil {
+			return b.fail("not linked to its all_reduce_start (exec.Link)")
+		}
+		if s.req == nil {
+			return nil // one process: the start copied
+		}
+		r := s.req
+		s.req = nil
+		t0 := time.Now()
+		var err error
+		if tw, ok := r.(tookWaiter); ok {
+			var took time.Duration
+			took, err = tw.WaitTook()
+			b.took += took
+		} else {
+			err = r.Wait()
+		}
+		b.waited += time.Since(t0)
+		if err != nil {
+			return b.fail("all-reduce over %d processes: %v", b.Comm.Size(), err)
+		}
+		return nil
 	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual:
 		return b.compare()
 	case graph.OpTranspose, graph.OpBroadcastTo, graph.OpConcat, graph.OpSlice, graph.OpUnslice,

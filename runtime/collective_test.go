@@ -1,0 +1,146 @@
+package runtime_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/internal/exec"
+	"github.com/headroom-ml/headroom/runtime"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// twoRanks stands for the other process of a run with two: a started
+// all-reduce adds 1 to every float32 of the buffer (the other rank's
+// share) when it is waited for, and the fake counts what is in flight.
+type twoRanks struct {
+	mu       sync.Mutex
+	inFlight int
+	started  int
+}
+
+func (c *twoRanks) Rank() int { return 0 }
+func (c *twoRanks) Size() int { return 2 }
+func (c *twoRanks) AllReduceSum(buf []byte, dt tensor.DType) error {
+	addOne(buf)
+	return nil
+}
+func (c *twoRanks) ReduceScatterSum(send, recv []byte, dt tensor.DType) error { return nil }
+func (c *twoRanks) AllGather(send, recv []byte) error                        { return nil }
+func (c *twoRanks) Start(buf []byte, dt tensor.DType) (exec.Request, error) {
+	c.mu.Lock()
+	c.inFlight++
+	c.started++
+	c.mu.Unlock()
+	return &fakeRequest{c: c, buf: buf}, nil
+}
+
+type fakeRequest struct {
+	c   *twoRanks
+	buf []byte
+}
+
+func (r *fakeRequest) Wait() error {
+	addOne(r.buf)
+	r.c.mu.Lock()
+	r.c.inFlight--
+	r.c.mu.Unlock()
+	return nil
+}
+
+func addOne(buf []byte) {
+	t, _ := tensor.FromBytes(tensor.Float32, tensor.Shape{len(buf) / 4}, buf)
+	for i, v := range t.Float32s() {
+		t.Float32s()[i] = v + 1
+	}
+}
+
+// collectiveStep: out = AllReduceWait(AllReduceStart(2·x)) + 0·loss, where
+// loss is a cross-entropy whose labels come from the input y, run between
+// the start and the wait (a bad label makes the step fail there).
+func collectiveStep() (*graph.Graph, compile.Options) {
+	g := graph.New()
+	x := g.Input("x", tensor.Float32, tensor.Shape{2, 3})
+	y := g.Input("y", tensor.Int32, tensor.Shape{2})
+	s := graph.AllReduceStart(graph.MulScalar(x, 2))
+	loss := graph.ReduceSum(graph.SoftmaxCrossEntropy(x, y))
+	out := graph.Add(graph.AllReduceWait(s), graph.MulScalar(loss, 0))
+	return g, compile.Options{Name: "step", Outputs: []compile.Output{{Name: "out", Node: out}}}
+}
+
+func TestAllReduceStartWait(t *testing.T) {
+	p, err := compile.Build(collectiveStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, comm := range []*twoRanks{nil, {}} {
+		e := runtime.NewCPU(0)
+		if comm != nil {
+			e.SetCollective(comm)
+		}
+		x, err := e.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := x.Input("x")
+		copy(in.Float32s(), []float32{1, 2, 3, 4, 5, 6})
+		if err := x.Run(); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := x.Output("out")
+		want := []float32{2, 4, 6, 8, 10, 12}
+		if comm != nil {
+			for i := range want {
+				want[i]++ // the other rank's share
+			}
+			if comm.started != 1 || comm.inFlight != 0 {
+				t.Errorf("started %d, in flight %d after the step; want 1 and 0", comm.started, comm.inFlight)
+			}
+		}
+		for i, v := range out.Float32s() {
+			if v != want[i] {
+				t.Errorf("comm %v: out[%d] = %v, want %v", comm != nil, i, v, want[i])
+			}
+		}
+		if comm != nil {
+			// a bad label fails the step between the start and the wait: the
+			// all-reduce in flight is still completed before Run returns
+			lab, _ := x.Input("y")
+			lab.Int32s()[1] = 7
+			err := x.Run()
+			if err == nil || !strings.Contains(err.Error(), "label 7") {
+				t.Errorf("got %v, want the bad label's error", err)
+			}
+			if comm.started != 2 || comm.inFlight != 0 {
+				t.Errorf("after a failed step: started %d, in flight %d; want 2 and 0", comm.started, comm.inFlight)
+			}
+		}
+		x.Close()
+		e.Close()
+	}
+}
+
+func TestAllReduceStartReadOnlyByItsWait(t *testing.T) {
+	for name, build := range map[string]func(g *graph.Graph, s *graph.Node) *graph.Node{
+		"read before the wait": func(g *graph.Graph, s *graph.Node) *graph.Node {
+			return graph.Add(graph.AllReduceWait(s), s)
+		},
+		"two waits": func(g *graph.Graph, s *graph.Node) *graph.Node {
+			return graph.Add(graph.AllReduceWait(s), graph.AllReduceWait(s))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := compile.Build(func() (*graph.Graph, compile.Options) {
+				g := graph.New()
+				x := g.Input("x", tensor.Float32, tensor.Shape{4})
+				out := build(g, graph.AllReduceStart(graph.MulScalar(x, 2)))
+				return g, compile.Options{Outputs: []compile.Output{{Name: "out", Node: out}}}
+			})
+			if err == nil || !strings.Contains(err.Error(), "all_reduce_start") {
+				t.Fatalf("got %v, want an error naming the all_reduce_start", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/graph"
+)
+
+// DefaultBucketBytes is the gradient bucket size of a data-parallel run
+// when Config.BucketBytes is 0.
+//
+// PyTorch DDP's buckets are 25 MiB (the first 1 MiB) and Horovod fuses up
+// to 64 MiB; both aim at networks where each all-reduce has a high fixed
+// cost. Between processes of one machine (Open MPI's shared-memory
+// transport) an all-reduce costs tens of microseconds plus the copy, so
+// smaller buckets win: the first ones start earlier in backward, and the
+// models of this project would fit one 25 MiB bucket, which cannot overlap
+// anything. A gradient larger than the limit is a bucket of its own.
+const DefaultBucketBytes = 1 << 20
+
+// bucketBytes is the bucket limit in bytes.
+func (c *Config) bucketBytes() int64 {
+	if c.BucketBytes > 0 {
+		return c.BucketBytes
+	}
+	return DefaultBucketBytes
+}
+
+// buckets groups the gradients of a data-parallel step, in the order
+// backward produces them, into buckets of about limit bytes, and starts
+// each bucket's all-reduce as soon as it is full: the rest of backward runs
+// while the processes exchange it (as PyTorch DDP's Reducer and Horovod's
+// tensor fusion). A bucket of several gradients is one flat vector, their
+// concatenation, planned in the arena like any other buffer.
+type buckets struct {
+	g     *graph.Graph
+	limit int64
+	open  bucket   // filling
+	done  []bucket // started, in start order
+}
+
+type bucket struct {
+	members []int         // indices of the trainable parameters
+	parts   []*graph.Node // their share-weighted gradients
+	bytes   int64
+	scope   string      // owner scope of its nodes: allreduce/bucketN
+	start   *graph.Node // the all_reduce_start
+}
+
+// add puts gradient gr of parameter i in the open bucket, starting the
+// bucket's all-reduce first if gr would overflow it and once it is full.
+func (b *buckets) add(i int, gr *graph.Node) {
+	if n := gr.Bytes(); b.open.bytes > 0 && b.open.bytes+n > b.limit {
+		b.flush()
+	}
+	b.open.members = append(b.open.members, i)
+	b.open.parts = append(b.open.parts, gr)
+	b.open.bytes += gr.Bytes()
+	if b.open.bytes >= b.limit {
+		b.flush()
+	}
+}
+
+// flush starts the open bucket's all-reduce, if it holds anything.
+func (b *buckets) flush() {
+	k := b.open
+	if len(k.parts) == 0 {
+		return
+	}
+	b.open = bucket{}
+	k.scope = fmt.Sprintf("allreduce/bucket%d", len(b.done))
+	b.g.PushScope(k.scope)
+	x := k.parts[0]
+	if len(k.parts) > 1 {
+		flat := make([]*graph.Node, len(k.parts))
+		for j, p := range k.parts {
+			flat[j] = graph.Reshape(p, p.Shape().Size())
+		}
+		x = graph.Concat(0, flat...)
+	}
+	k.start = graph.AllReduceStart(x)
+	b.g.PopScope()
+	b.done = append(b.done, k)
+}
+
+// wait builds the wait for bucket k's all-reduce and returns the summed
+// gradients of its members, in their shapes.
+func (b *buckets) wait(k bucket) []*graph.Node {
+	b.g.PushScope(k.scope)
+	defer b.g.PopScope()
+	sum := graph.AllReduceWait(k.start)
+	if len(k.parts) == 1 {
+		return []*graph.Node{sum}
+	}
+	out := make([]*graph.Node, len(k.parts))
+	at := 0
+	for j, p := range k.parts {
+		n := p.Shape().Size()
+		out[j] = graph.Reshape(graph.Slice(sum, []int{at}, []int{at + n}), p.Shape()...)
+		at += n
+	}
+	return out
+}
