@@ -28,7 +28,7 @@ func (c *twoRanks) AllReduceSum(buf []byte, dt tensor.DType) error {
 	return nil
 }
 func (c *twoRanks) ReduceScatterSum(send, recv []byte, dt tensor.DType) error { return nil }
-func (c *twoRanks) AllGather(send, recv []byte) error                        { return nil }
+func (c *twoRanks) AllGather(send, recv []byte) error                         { return nil }
 func (c *twoRanks) Start(buf []byte, dt tensor.DType) (exec.Request, error) {
 	c.mu.Lock()
 	c.inFlight++
