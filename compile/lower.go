@@ -16,6 +16,7 @@ func lowerNode(n *graph.Node, out int, ins []int) exec.Instr {
 	it := exec.Instr{Op: n.Op(), Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
 		InDType: x.DType(), Out: out, In: ins, Shape: s, Work: -1}
 	at := n.Attr()
+	it.BF16 = at.BF16
 	switch n.Op() {
 	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
 		a, b := in[0].Shape(), in[1].Shape()

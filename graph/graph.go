@@ -43,6 +43,7 @@ type Graph struct {
 	assigns []*Node
 	guard   *Node  // see SetGuard
 	site    string // see SetSite
+	bf16    bool   // see SetMatMulBF16
 }
 
 // New returns an empty graph.
@@ -84,6 +85,10 @@ type Attr struct {
 	Of       tensor.Shape  // backprop ops: the shape of the forward input or filter
 	Rate     float64       // DropoutMask: the fraction dropped
 	Seed     uint64        // DropoutMask
+	// BF16: MatMul, Conv2D and its backprop ops round their float32
+	// operands to bfloat16 and sum the products in float32 (see
+	// Graph.SetMatMulBF16).
+	BF16 bool
 }
 
 // ID returns the node's position in the graph (inputs have smaller ids).
@@ -185,8 +190,19 @@ func (g *Graph) SetSite(site string) string { old := g.site; g.site = site; retu
 // CurrentPhase returns the phase nodes are built in now.
 func (g *Graph) CurrentPhase() Phase { return g.phase }
 
+// SetMatMulBF16 makes the float32 products (MatMul, Conv2D and its
+// backprop ops) built from now on run on bfloat16 operands with float32
+// sums, as JAX's default dot precision on TPUs and PyTorch's bfloat16
+// autocast: the mixed_bfloat16 policy's compute. It returns the previous
+// setting.
+func (g *Graph) SetMatMulBF16(on bool) bool { old := g.bf16; g.bf16 = on; return old }
+
 // add appends a node. Callers have checked shapes and dtypes.
 func (g *Graph) add(op Op, dtype tensor.DType, shape tensor.Shape, attr Attr, inputs ...*Node) *Node {
+	switch op {
+	case OpMatMul, OpConv2D, OpConv2DBackpropInput, OpConv2DBackpropFilter:
+		attr.BF16 = g.bf16 && dtype == tensor.Float32
+	}
 	for _, in := range inputs {
 		if in.g != g {
 			throw(op, "input %s belongs to another graph", in)

@@ -8,6 +8,7 @@ import (
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/internal/exec"
+	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -142,5 +143,54 @@ func TestAllReduceStartReadOnlyByItsWait(t *testing.T) {
 				t.Fatalf("got %v, want an error naming the all_reduce_start", err)
 			}
 		})
+	}
+}
+
+// TestMatMulBF16Policy: a product built after SetMatMulBF16(true) runs on
+// bfloat16 operands (kernels.MatMulBF16's bits), one built before it in
+// float32.
+func TestMatMulBF16Policy(t *testing.T) {
+	const m, k, n = 3, 5, 4
+	p, err := compile.Build(func() (*graph.Graph, compile.Options) {
+		g := graph.New()
+		a := g.Input("a", tensor.Float32, tensor.Shape{m, k})
+		b := g.Input("b", tensor.Float32, tensor.Shape{k, n})
+		full := graph.MatMul(a, b)
+		g.SetMatMulBF16(true)
+		low := graph.MatMul(a, b)
+		return g, compile.Options{Outputs: []compile.Output{{Name: "full", Node: full}, {Name: "low", Node: low}}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := runtime.NewCPU(0)
+	defer e.Close()
+	x, err := e.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	a, _ := x.Input("a")
+	b, _ := x.Input("b")
+	for i := range a.Float32s() {
+		a.Float32s()[i] = 1 + float32(i)/1000 // not representable in bfloat16
+	}
+	for i := range b.Float32s() {
+		b.Float32s()[i] = 1 - float32(i)/3000
+	}
+	if err := x.Run(); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := x.Output("full")
+	low, _ := x.Output("low")
+	wantFull := kernels.MatMul(make([]float32, m*n), a.Float32s(), b.Float32s(), m, n, k, false, false, false)
+	wantLow := kernels.MatMulBF16(make([]float32, m*n), a.Float32s(), b.Float32s(), m, n, k, false, false, false)
+	for i := range wantFull {
+		if full.Float32s()[i] != wantFull[i] || low.Float32s()[i] != wantLow[i] {
+			t.Fatalf("element %d: got %v (float32) and %v (bf16), want %v and %v", i, full.Float32s()[i], low.Float32s()[i], wantFull[i], wantLow[i])
+		}
+	}
+	if wantFull[0] == wantLow[0] {
+		t.Fatal("the test's operands round to the same product in bfloat16; pick others")
 	}
 }

@@ -188,6 +188,9 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		g := graph.New()
 		ctx := nn.NewContext(g, mode != modeEval, c.Seed)
 		ctx.Storage = c.storage()
+		// mixed_bfloat16 computes products on bfloat16 operands (float32
+		// sums), as Keras' policy does on TPUs: forward, backward, eval
+		g.SetMatMulBF16(c.Precision == "mixed_bfloat16")
 		m := c.Model
 		x := g.Input("x", m.InputType(), append(tensor.Shape{b}, m.InputShape...))
 		out := m.Forward(ctx, x)

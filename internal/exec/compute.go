@@ -69,20 +69,11 @@ func compute[T kernels.Float](b *Bound) error {
 	case graph.OpReduceMax:
 		kernels.ReduceMax(dst, x, b.XShape, b.DstStrides)
 	case graph.OpMatMul:
-		y := tensor.As[T](b.in[1])
-		am, bm, cm := b.M*b.K, b.K*b.N, b.M*b.N
-		if b.SharedB && !b.TransA {
-			// rows of every batch element are contiguous: one product
-			kernels.MatMul(dst, x, y, b.Batch*b.M, b.N, b.K, false, b.TransB, false)
+		if b.BF16 && b.DType == tensor.Float32 {
+			matmul(b, tensor.As[float32](b.out), tensor.As[float32](b.in[0]), tensor.As[float32](b.in[1]), kernels.MatMulBF16)
 			break
 		}
-		for i := 0; i < b.Batch; i++ {
-			yb := y
-			if !b.SharedB {
-				yb = y[i*bm : (i+1)*bm]
-			}
-			kernels.MatMul(dst[i*cm:(i+1)*cm], x[i*am:(i+1)*am], yb, b.M, b.N, b.K, b.TransA, b.TransB, false)
-		}
+		matmul(b, dst, x, tensor.As[T](b.in[1]), kernels.MatMul[T])
 	case graph.OpSoftmax:
 		kernels.Softmax(dst, x, b.Rows, b.Cols)
 	case graph.OpLogSoftmax:
@@ -144,4 +135,22 @@ func move[T any](b *Bound) error {
 		return b.fail("no data-movement kernel for %s", b.Op)
 	}
 	return nil
+}
+
+// matmul runs matmul instruction b over its batch with mm (kernels.MatMul,
+// or MatMulBF16 for bfloat16 operands).
+func matmul[T kernels.Float](b *Bound, dst, x, y []T, mm func(dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T) {
+	am, bm, cm := b.M*b.K, b.K*b.N, b.M*b.N
+	if b.SharedB && !b.TransA {
+		// rows of every batch element are contiguous: one product
+		mm(dst, x, y, b.Batch*b.M, b.N, b.K, false, b.TransB, false)
+		return
+	}
+	for i := 0; i < b.Batch; i++ {
+		yb := y
+		if !b.SharedB {
+			yb = y[i*bm : (i+1)*bm]
+		}
+		mm(dst[i*cm:(i+1)*cm], x[i*am:(i+1)*am], yb, b.M, b.N, b.K, b.TransA, b.TransB, false)
+	}
 }

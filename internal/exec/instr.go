@@ -56,6 +56,7 @@ type Instr struct {
 	Seed               uint64
 	Fused              *Fused // OpFused: the chain; In lists its leaves
 	Pair               int    // all_reduce_wait: the index of its all_reduce_start
+	BF16               bool   // matmul, conv: bfloat16 operands, float32 sums
 }
 
 // collective runs a reduce-scatter or an all-gather; with a single
