@@ -144,12 +144,14 @@ func (c *Config) defaults() {
 	}
 }
 
-// evalBatch is the evaluation batch size: EvalBatch, or the (micro-)batch.
+// evalBatch is the evaluation batch size: EvalBatch, or the (micro-)batch
+// of one process (each process evaluates the whole set, as they all hold
+// the same weights).
 func (c *Config) evalBatch() int {
 	if c.EvalBatch > 0 {
 		return c.EvalBatch
 	}
-	return max(1, c.Batch/c.accumulate())
+	return max(1, c.Batch/c.accumulate()/c.ranks())
 }
 
 // Collective is what a data-parallel run needs of its processes.

@@ -511,3 +511,37 @@ func TestCheckpointDirIsCreated(t *testing.T) {
 		t.Errorf("checkpoint dir %s: %d entries (%v), want a checkpoint", dir, len(ents), err)
 	}
 }
+
+// TestPlanRanks: `headroom plan --ranks 2` plans one process of a
+// data-parallel run: the gradient buckets appear (layer allreduce), and
+// with --shard-optimizer the optimizer state is halved.
+func TestPlanRanks(t *testing.T) {
+	args := []string{"plan", "--model", "mlp", "--dataset", "synthetic", "--batch", "128", "--json"}
+	status, out, stderr := run(t, args...)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	one := decodePlan(t, out)
+	status, out, stderr = run(t, append(args, "--ranks", "2")...)
+	if status != 0 {
+		t.Fatalf("--ranks 2: status %d: %s", status, stderr)
+	}
+	two := decodePlan(t, out)
+	if !strings.Contains(out, `"layer": "allreduce"`) {
+		t.Errorf("--ranks 2: no allreduce layer (the gradient buckets) in the plan:\n%s", out)
+	}
+	if two["optstate_bytes"] != one["optstate_bytes"] {
+		t.Errorf("--ranks 2 without sharding: optstate %d, want %d as one process", two["optstate_bytes"], one["optstate_bytes"])
+	}
+	status, out, stderr = run(t, append(args, "--ranks", "2", "--shard-optimizer")...)
+	if status != 0 {
+		t.Fatalf("--shard-optimizer: status %d: %s", status, stderr)
+	}
+	sharded := decodePlan(t, out)
+	if r := float64(sharded["optstate_bytes"]) / float64(one["optstate_bytes"]); r > 0.51 || r < 0.49 {
+		t.Errorf("--ranks 2 --shard-optimizer: optstate %d, %.3fx one process's, want about 0.5x", sharded["optstate_bytes"], r)
+	}
+	if status, _, stderr := run(t, "plan", "--ranks", "0"); status == 0 || !strings.Contains(stderr, "--ranks 0") {
+		t.Errorf("--ranks 0: status %d, stderr %q; want an error naming the flag", status, stderr)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/profile"
+	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -48,12 +49,21 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("plan", stderr)
 	o.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	ranks := fs.Int("ranks", 1, "plan one process of a data-parallel run over this many (as under mpirun -np N): its share of --batch, the gradient buckets")
+	shard := fs.Bool("shard-optimizer", false, "with --ranks: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
+	bucketSize := fs.String("bucket-size", "1MiB", "with --ranks: the size of a gradient bucket")
 	if err := o.parse(fs, args); err != nil {
 		return err
 	}
+	bucketBytes, err := mem.ParseBytes(*bucketSize)
+	if err != nil || bucketBytes <= 0 {
+		return fmt.Errorf("--bucket-size %q: want a size such as 1MiB", *bucketSize)
+	}
+	if *ranks < 1 {
+		return fmt.Errorf("--ranks %d: want at least 1", *ranks)
+	}
 	var trainSet, testSet *train.Examples
 	var cfg train.Config
-	var err error
 	trainN, evalN, dataBytes := 0, 0, int64(0) // 0: one batch, no data set
 	if o.keras != "" {
 		// a Keras model is planned on its own: one step, no data set
@@ -79,6 +89,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		}
 		trainN, evalN = trainSet.N, testSet.N
 		dataBytes = mem.Align(trainSet.Bytes()) + mem.Align(testSet.Bytes())
+	}
+	if *ranks > 1 {
+		cfg.Comm, cfg.ShardOptimizer, cfg.BucketBytes = planRanks(*ranks), *shard, bucketBytes
 	}
 	plan, totals, err := train.PlanFor(cfg, trainN, evalN)
 	if err != nil {
@@ -198,4 +211,21 @@ func printReport(w io.Writer, r *planReport) {
 			fmt.Fprintf(w, "budget %s: no batch size fits\n", fb(r.BudgetBytes))
 		}
 	}
+}
+
+// planRanks stands for the processes of a data-parallel run while it is
+// only planned: rank 0 of size; nothing is exchanged.
+type planRanks int
+
+func (r planRanks) Rank() int { return 0 }
+func (r planRanks) Size() int { return int(r) }
+
+var errPlanOnly = fmt.Errorf("headroom plan: the processes of a planned run exchange nothing")
+
+func (planRanks) AllReduceSum([]byte, tensor.DType) error            { return errPlanOnly }
+func (planRanks) ReduceScatterSum(_, _ []byte, _ tensor.DType) error { return errPlanOnly }
+func (planRanks) AllGather(_, _ []byte) error                        { return errPlanOnly }
+func (planRanks) Broadcast([]byte, int) error                        { return errPlanOnly }
+func (planRanks) Start([]byte, tensor.DType) (interface{ Wait() error }, error) {
+	return nil, errPlanOnly
 }
