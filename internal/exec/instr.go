@@ -54,6 +54,11 @@ type Instr struct {
 	Rate               float64
 	Seed               uint64
 	Fused              *Fused // OpFused: the chain; In lists its leaves
+
+	// ReluMask: a max_pool2d_grad whose result goes through ReluGrad by
+	// its input x (compile fuses ReluGrad(x, MaxPool2DGrad(x, dy))) and
+	// runs as kernels.MaxPool2DReluGrad.
+	ReluMask bool
 }
 
 // collective runs a reduce-scatter or an all-gather; with a single
