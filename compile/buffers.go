@@ -45,7 +45,7 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 	for _, asg := range g.Assigns() {
 		a.assignOf[asg.Inputs()[1].ID()] = asg
 	}
-	a.fused = &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}}
+	a.fused = &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{}}
 	if !opt.DisableFusion {
 		a.fused = fuse(g, live, konst, a.output, a.assignOf)
 	}
@@ -196,10 +196,14 @@ func (a *assigner) workspace(n *graph.Node) int {
 }
 
 // inputsOf returns what n's instruction reads: a fused root reads its
-// group's leaves.
+// group's leaves; a relu gradient that absorbed a pool gradient reads the
+// pool gradient's inputs.
 func (a *assigner) inputsOf(n *graph.Node) []*graph.Node {
 	if grp := a.fused.groups[n.ID()]; grp != nil {
 		return grp.leaves
+	}
+	if p := a.fused.poolRelu[n.ID()]; p != nil {
+		return p.Inputs()
 	}
 	return n.Inputs()
 }
@@ -232,8 +236,8 @@ func (a *assigner) pinned(b int) bool {
 // the input is element i of the output), lives in the arena, is no output,
 // and n is its last reader.
 func (a *assigner) inPlace(n *graph.Node) (int, bool) {
-	if a.opt.DisableInPlace || n.Op().Class() != graph.ClassElementwise || a.output[n.ID()] {
-		return 0, false
+	if a.opt.DisableInPlace || n.Op().Class() != graph.ClassElementwise || a.output[n.ID()] || a.fused.poolRelu[n.ID()] != nil {
+		return 0, false // (a pool gradient reads its whole window before writing)
 	}
 	for _, in := range a.inputsOf(n) {
 		if in.DType() != n.DType() || in.Shape().Size() != n.Shape().Size() {
@@ -346,6 +350,9 @@ func (a *assigner) lower() []exec.Instr {
 		} else if grp := a.fused.groups[n.ID()]; grp != nil {
 			it = exec.Instr{Op: graph.OpFused, Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
 				InDType: n.DType(), Out: a.nodeBuf[n.ID()], In: ins, Shape: n.Shape(), Fused: grp.program(a.opt.Threads)}
+		} else if p := a.fused.poolRelu[n.ID()]; p != nil {
+			it = lowerNode(p, a.nodeBuf[n.ID()], ins)
+			it.Node, it.Owner, it.Site, it.ReluMask = n.ID(), n.Owner(), n.Site(), true
 		} else {
 			it = lowerNode(n, a.nodeBuf[n.ID()], ins)
 		}

@@ -15,6 +15,13 @@ import (
 type fusion struct {
 	groups   map[int]*group // root node id -> its group
 	absorbed map[int]bool   // ids of the intermediates
+
+	// poolRelu maps a ReluGrad(y, MaxPool2DGrad(y, dy)) node to the pool
+	// gradient it absorbs: the pair runs as one instruction
+	// (kernels.MaxPool2DReluGrad), the backward pass of relu then max pool,
+	// which reads y and dy once and writes dx once instead of writing the
+	// pool gradient and reading it back.
+	poolRelu map[int]*graph.Node
 }
 
 type group struct {
@@ -76,7 +83,7 @@ func leafKind(in, out tensor.Shape) (exec.FusedLeaf, bool) {
 // fusable, it has that one reader, the same shape and dtype, and it is
 // neither an output nor the value of an Assign (those need buffers).
 func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bool, assignOf map[int]*graph.Node) *fusion {
-	f := &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}}
+	f := &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{}}
 	readers := make([]int, g.Len())
 	for _, c := range g.Nodes() {
 		if !live[c.ID()] {
@@ -163,6 +170,32 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 			}
 		}
 		f.groups[id] = grp
+	}
+	for id, r := range nodes {
+		if !live[id] || f.absorbed[id] || f.groups[id] != nil || r.Op() != graph.OpReluGrad {
+			continue
+		}
+		if _, ok := konst[id]; ok {
+			continue
+		}
+		p := r.Inputs()[1]
+		if p.Op() != graph.OpMaxPool2DGrad || p.Inputs()[0] != r.Inputs()[0] || p.DType() != r.DType() ||
+			!live[p.ID()] || f.absorbed[p.ID()] || readers[p.ID()] != 1 || output[p.ID()] || assignOf[p.ID()] != nil {
+			continue
+		}
+		if _, ok := konst[p.ID()]; ok {
+			continue
+		}
+		late := false // the pool's reads move to r: no input may be overwritten before
+		for _, in := range p.Inputs() {
+			if w, ok := written[viewOf(in).ID()]; ok && w < id {
+				late = true
+			}
+		}
+		if !late {
+			f.absorbed[p.ID()] = true
+			f.poolRelu[id] = p
+		}
 	}
 	return f
 }

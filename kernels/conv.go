@@ -15,8 +15,15 @@ package kernels
 // and the filter, stored [KH·KW·C, F] row-major, is the other operand. The
 // workspace bounds the memory: a chunk is as many images as the workspace
 // holds, so the planner trades workspace bytes against matrix size with
-// ConvGeom.Im2ColSize. Results do not depend on the chunk size: every output
-// element sees the same operations in the same order.
+// ConvGeom.Im2ColSize. In float32 the three kernels run as jobs on the
+// Sgemm worker pool (jobs.go): independent regions of a few output rows (or
+// images) that lower and multiply their own rows while they are in cache,
+// Conv2D packing the product's operand straight from x (convpack.go).
+// Results never depend on the number of threads. Conv2D and
+// Conv2DBackpropInput compute every output element with the same operations
+// in the same order whatever the chunking; Conv2DBackpropFilter sums its
+// chunks in two fixed groups in float32, so its rounding follows the
+// workspace size, as a planned buffer fixes it.
 
 // ConvGeom describes a 2-D convolution or pooling window over NHWC input.
 //
@@ -154,6 +161,9 @@ func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
 		clear(dst)
 		return dst
 	}
+	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f) {
+		return dst
+	}
 	for n0 := 0; n0 < g.N; n0 += chunk {
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
@@ -176,11 +186,15 @@ func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
 // other operands. It panics if g is invalid or a length does not match.
 func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) []T {
 	chunk := g.checkConv("Conv2DBackpropInput", f, "dx", len(dx), "filter", len(filter), "dy", len(dy), len(work))
-	clear(dx)
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	if k == 0 || per == 0 {
+		clear(dx)
 		return dx
 	}
+	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f) {
+		return dx
+	}
+	clear(dx)
 	for n0 := 0; n0 < g.N; n0 += chunk {
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
@@ -202,11 +216,15 @@ func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) [
 // invalid or a length does not match.
 func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) []T {
 	chunk := g.checkConv("Conv2DBackpropFilter", f, "x", len(x), "dfilter", len(dfilter), "dy", len(dy), len(work))
-	clear(dfilter)
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
-	if k == 0 || per == 0 {
+	if k == 0 || per == 0 || g.N == 0 {
+		clear(dfilter)
 		return dfilter
 	}
+	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f) {
+		return dfilter
+	}
+	clear(dfilter)
 	for n0 := 0; n0 < g.N; n0 += chunk {
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
@@ -224,67 +242,147 @@ func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) 
 // row the in-range columns are contiguous in x (KW·C elements at most), so
 // each is one copy.
 func im2col[T Float](cols, x []T, g ConvGeom, n0, nb int) {
+	im2colRows(cols, x, g, n0*g.OH, (n0+nb)*g.OH)
+}
+
+// im2colRows is im2col over the output rows q0 ... q1-1, where output row
+// q is row q%OH of image q/OH.
+func im2colRows[T Float](cols, x []T, g ConvGeom, q0, q1 int) {
 	rowLen := g.KW * g.C
 	k := g.KH * rowLen
 	img := g.H * g.W * g.C
 	r := 0
-	for n := n0; n < n0+nb; n++ {
+	for q := q0; q < q1; q++ {
+		n, oh := q/g.OH, q%g.OH
 		xi := x[n*img : n*img+img]
-		for oh := 0; oh < g.OH; oh++ {
-			ih0 := oh*g.SH - g.PadTop
-			for ow := 0; ow < g.OW; ow++ {
-				iw0 := ow*g.SW - g.PadLeft
-				lo, hi := window(iw0, g.KW, g.W)
-				row := cols[r*k : r*k+k]
-				for kh := 0; kh < g.KH; kh++ {
-					seg := row[kh*rowLen : kh*rowLen+rowLen]
-					ih := ih0 + kh
-					if ih < 0 || ih >= g.H || lo == hi {
-						clear(seg)
-						continue
-					}
-					clear(seg[:lo*g.C])
-					src := (ih*g.W + iw0 + lo) * g.C
-					copy(seg[lo*g.C:hi*g.C], xi[src:src+(hi-lo)*g.C])
-					clear(seg[hi*g.C:])
+		ih0 := oh*g.SH - g.PadTop
+		for ow := 0; ow < g.OW; ow++ {
+			iw0 := ow*g.SW - g.PadLeft
+			lo, hi := window(iw0, g.KW, g.W)
+			row := cols[r*k : r*k+k]
+			for kh := 0; kh < g.KH; kh++ {
+				seg := row[kh*rowLen : kh*rowLen+rowLen]
+				ih := ih0 + kh
+				if ih < 0 || ih >= g.H || lo == hi {
+					clear(seg)
+					continue
 				}
-				r++
+				src := (ih*g.W + iw0 + lo) * g.C
+				if rowLen <= 16 && lo == 0 && hi == g.KW {
+					// a short row (few channels): a loop beats a call
+					for j, v := range xi[src : src+rowLen] {
+						seg[j] = v
+					}
+					continue
+				}
+				clear(seg[:lo*g.C])
+				copy(seg[lo*g.C:hi*g.C], xi[src:src+(hi-lo)*g.C])
+				clear(seg[hi*g.C:])
 			}
+			r++
 		}
 	}
 }
 
 // col2im is the adjoint of im2col: it adds each row of cols into the window
-// of images n0 ... n0+nb-1 of dx it was read from, dropping padding.
+// of images n0 ... n0+nb-1 of dx it was read from, dropping padding. Each
+// dx cell receives its additions in window order (ow, then kh), whichever
+// loop makes them.
 func col2im[T Float](dx, cols []T, g ConvGeom, n0, nb int) {
 	rowLen := g.KW * g.C
 	k := g.KH * rowLen
 	img := g.H * g.W * g.C
+	// windows [owA, owB) of a row lie wholly inside the input's width
+	owA, owB := g.OW, g.OW
+	for ow := 0; ow < g.OW; ow++ {
+		if iw0 := ow*g.SW - g.PadLeft; iw0 >= 0 && iw0+g.KW <= g.W {
+			owA = min(owA, ow)
+			owB = ow + 1
+		}
+	}
 	r := 0
 	for n := n0; n < n0+nb; n++ {
 		di := dx[n*img : n*img+img]
 		for oh := 0; oh < g.OH; oh++ {
 			ih0 := oh*g.SH - g.PadTop
-			for ow := 0; ow < g.OW; ow++ {
-				iw0 := ow*g.SW - g.PadLeft
-				lo, hi := window(iw0, g.KW, g.W)
-				row := cols[r*k : r*k+k]
-				r++
-				if lo == hi {
+			kh0, kh1 := window(ih0, g.KH, g.H)
+			if kh0 == kh1 {
+				r += g.OW
+				continue
+			}
+			for ow := 0; ow < owA; ow++ {
+				col2imWindow(di, cols[(r+ow)*k:(r+ow+1)*k], g, ih0, kh0, kh1, ow*g.SW-g.PadLeft)
+			}
+			if owA < owB {
+				d := di[((ih0+kh0)*g.W+owA*g.SW-g.PadLeft)*g.C:]
+				s := cols[(r+owA)*k+kh0*rowLen : (r+owB)*k]
+				if !col2imRowSIMD(d, s, owB-owA, g.SW*g.C, k, kh1-kh0, g.W*g.C, rowLen, rowLen) {
+					for ow := owA; ow < owB; ow++ {
+						col2imWindow(di, cols[(r+ow)*k:(r+ow+1)*k], g, ih0, kh0, kh1, ow*g.SW-g.PadLeft)
+					}
+				}
+			}
+			for ow := owB; ow < g.OW; ow++ {
+				col2imWindow(di, cols[(r+ow)*k:(r+ow+1)*k], g, ih0, kh0, kh1, ow*g.SW-g.PadLeft)
+			}
+			r += g.OW
+		}
+	}
+}
+
+// col2imWindow adds the in-range part of one window's row of cols, rows
+// [kh0, kh1) of the window, into di ([H, W, C] of one image); the window's
+// top-left cell is (ih0, iw0).
+func col2imWindow[T Float](di, row []T, g ConvGeom, ih0, kh0, kh1, iw0 int) {
+	rowLen := g.KW * g.C
+	lo, hi := window(iw0, g.KW, g.W)
+	if lo == hi {
+		return
+	}
+	for kh := kh0; kh < kh1; kh++ {
+		dst := ((ih0+kh)*g.W + iw0 + lo) * g.C
+		d := di[dst : dst+(hi-lo)*g.C]
+		s := row[kh*rowLen+lo*g.C : kh*rowLen+hi*g.C]
+		for j, v := range s {
+			d[j] += v
+		}
+	}
+}
+
+// im2colCols writes columns [a, b) of the im2col rows of output rows q0 ...
+// q1-1 (see im2colRows) into cols, [rows, b-a] row-major.
+func im2colCols[T Float](cols, x []T, g ConvGeom, q0, q1, a, b int) {
+	rowLen := g.KW * g.C
+	if a == 0 && b == g.KH*rowLen {
+		im2colRows(cols, x, g, q0, q1)
+		return
+	}
+	w := b - a
+	img := g.H * g.W * g.C
+	r := 0
+	for q := q0; q < q1; q++ {
+		n, oh := q/g.OH, q%g.OH
+		xi := x[n*img : n*img+img]
+		ih0 := oh*g.SH - g.PadTop
+		for ow := 0; ow < g.OW; ow++ {
+			iw0 := ow*g.SW - g.PadLeft
+			lo, hi := window(iw0, g.KW, g.W)
+			row := cols[r*w : r*w+w]
+			r++
+			for kh := a / rowLen; kh*rowLen < b; kh++ {
+				// elements [e0, e1) of window row kh, of which [v0, v1) are inside the input
+				e0, e1 := max(a-kh*rowLen, 0), min(b-kh*rowLen, rowLen)
+				seg := row[kh*rowLen+e0-a : kh*rowLen+e1-a]
+				ih := ih0 + kh
+				v0, v1 := max(e0, lo*g.C), min(e1, hi*g.C)
+				if ih < 0 || ih >= g.H || v0 >= v1 {
+					clear(seg)
 					continue
 				}
-				for kh := 0; kh < g.KH; kh++ {
-					ih := ih0 + kh
-					if ih < 0 || ih >= g.H {
-						continue
-					}
-					dst := (ih*g.W + iw0 + lo) * g.C
-					d := di[dst : dst+(hi-lo)*g.C]
-					s := row[kh*rowLen+lo*g.C : kh*rowLen+hi*g.C]
-					for j, v := range s {
-						d[j] += v
-					}
-				}
+				clear(seg[:v0-e0])
+				src := (ih*g.W+iw0)*g.C + v0
+				copy(seg[v0-e0:v1-e0], xi[src:src+v1-v0])
+				clear(seg[v1-e0:])
 			}
 		}
 	}

@@ -42,6 +42,10 @@
 // in Go assembly generated with avo from internal/gen, a persistent worker
 // pool; MatMulRef keeps the loop), and the hot float32 elementwise loops
 // run AVX2 assembly from internal/genelem for whole blocks of 32 elements.
+// Max pooling, col2im and the column sums of SumRows run AVX-512 assembly
+// from internal/genwindow (window_amd64.s) where the CPU has it, and the
+// convolution, pooling and large elementwise kernels split their work over
+// Sgemm's worker pool as jobs (jobs.go; Parallel for callers' loops).
 // Assembly is chosen at start-up from the CPU's features (x/sys/cpu) and is
 // left out with -tags purego. A fast version must pass the shared suite in
 // package kernels/kerneltest, which compares it with the reference on

@@ -114,7 +114,14 @@ func ReluGrad[T Float](dst, x, g []T) []T {
 	checkLen("ReluGrad", "x", len(x), len(dst))
 	checkLen("ReluGrad", "g", len(g), len(dst))
 	x, g = x[:len(dst)], g[:len(dst)]
-	for i := reluGradSIMD(dst, x, g); i < len(dst); i++ {
+	i := 0
+	if d32, ok := any(dst).([]float32); ok {
+		i = reluGradJob(d32, any(x).([]float32), any(g).([]float32))
+	}
+	if i == 0 {
+		i = reluGradSIMD(dst, x, g)
+	}
+	for ; i < len(dst); i++ {
 		if x[i] > 0 {
 			dst[i] = g[i]
 		} else {

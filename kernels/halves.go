@@ -1,15 +1,12 @@
 package kernels
 
-import (
-	"sync"
-	"unsafe"
-)
+import "unsafe"
 
 // The data-movement parts of convolution and max pooling (im2col, col2im,
 // the pooling loops) work image by image, so a batch splits in two with no
-// shared writes: the calling goroutine takes the first half and the image
-// worker, a goroutine started once, the second. Tasks travel by value over
-// a channel, so a split allocates nothing.
+// shared writes: the two halves run as a job on the Sgemm worker pool
+// (jobs.go), the calling goroutine taking one. Tasks are values in the one
+// job in flight, so a split allocates nothing.
 
 type imageKind uint8
 
@@ -18,6 +15,7 @@ const (
 	taskCol2im
 	taskMaxPool
 	taskMaxPoolGrad
+	taskMaxPoolReluGrad
 )
 
 // imageTask is one half of a split kernel over images [n0, n0+nb).
@@ -29,30 +27,16 @@ type imageTask struct {
 	n0, nb int
 }
 
+func (t *imageTask) run() {
+	if t.f32[0] != nil {
+		runImages(t.kind, t.f32, t.g, t.n0, t.nb)
+	} else {
+		runImages(t.kind, t.f64, t.g, t.n0, t.nb)
+	}
+}
+
 // halfMin is the smallest amount of work, in elements moved, worth a split.
 const halfMin = 1 << 15
-
-var imageWorker struct {
-	once  sync.Once
-	mu    sync.Mutex // one split at a time: callers on other goroutines wait
-	tasks chan imageTask
-	done  chan struct{}
-}
-
-func startImageWorker() {
-	imageWorker.tasks = make(chan imageTask, 1)
-	imageWorker.done = make(chan struct{}, 1)
-	go func() {
-		for t := range imageWorker.tasks {
-			if t.f32[0] != nil {
-				runImages(t.kind, t.f32, t.g, t.n0, t.nb)
-			} else {
-				runImages(t.kind, t.f64, t.g, t.n0, t.nb)
-			}
-			imageWorker.done <- struct{}{}
-		}
-	}()
-}
 
 // inHalves runs kind over images [n0, n0+nb): in two halves at once when
 // more than one thread is allowed and the work is large enough, else here.
@@ -63,7 +47,6 @@ func inHalves[T Float](kind imageKind, s [3][]T, g ConvGeom, n0, nb int) {
 		runImages(kind, s, g, n0, nb)
 		return
 	}
-	imageWorker.once.Do(startImageWorker)
 	half := nb / 2
 	second := s
 	// cols of im2col and col2im start at image n0: the second half's start
@@ -75,22 +58,34 @@ func inHalves[T Float](kind imageKind, s [3][]T, g ConvGeom, n0, nb int) {
 	case taskCol2im:
 		second[1] = s[1][rows:]
 	}
-	t := imageTask{kind: kind, g: g, n0: n0 + half, nb: nb - half}
+	if !jobs.mu.TryLock() {
+		runImages(kind, s, g, n0, nb)
+		return
+	}
+	defer jobs.mu.Unlock()
+	j := &jobs.job
+	*j = poolJob{kind: jobImages}
+	j.halves[0] = imageTaskOf(kind, s, g, n0, half)
+	j.halves[1] = imageTaskOf(kind, second, g, n0+half, nb-half)
+	workers.runJob(j, 2)
+	*j = poolJob{} // drop the caller's slices
+}
+
+// imageTaskOf returns the task of kind over images [n0, n0+nb) with
+// operands s.
+func imageTaskOf[T Float](kind imageKind, s [3][]T, g ConvGeom, n0, nb int) imageTask {
+	t := imageTask{kind: kind, g: g, n0: n0, nb: nb}
 	var z T
 	if unsafe.Sizeof(z) == 4 {
-		for i, x := range second {
+		for i, x := range s {
 			t.f32[i] = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
 		}
 	} else {
-		for i, x := range second {
+		for i, x := range s {
 			t.f64[i] = unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
 		}
 	}
-	imageWorker.mu.Lock()
-	defer imageWorker.mu.Unlock()
-	imageWorker.tasks <- t
-	runImages(kind, s, g, n0, half)
-	<-imageWorker.done
+	return t
 }
 
 func runImages[T Float](kind imageKind, s [3][]T, g ConvGeom, n0, nb int) {
@@ -102,6 +97,8 @@ func runImages[T Float](kind imageKind, s [3][]T, g ConvGeom, n0, nb int) {
 	case taskMaxPool:
 		maxPoolImages(s[0], s[1], g, n0, nb)
 	case taskMaxPoolGrad:
-		maxPoolGradImages(s[0], s[1], s[2], g, n0, nb)
+		maxPoolGradImages(s[0], s[1], s[2], g, n0, nb, false)
+	case taskMaxPoolReluGrad:
+		maxPoolGradImages(s[0], s[1], s[2], g, n0, nb, true)
 	}
 }

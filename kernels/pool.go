@@ -53,22 +53,54 @@ func MaxPool2D[T Float](dst, x []T, g ConvGeom) []T {
 	return dst
 }
 
+// maxPoolCells is the most cells of a window the assembly loops take; a
+// larger window runs the Go loops.
+const maxPoolCells = 64
+
+// windowCells sets offs to the offsets in an [H, W, C] image of the cells
+// (row-major) of the window rows [h0, h1), columns [w0, w1), and returns
+// them, or nil if there are more than len(offs).
+func (g ConvGeom) windowCells(offs *[maxPoolCells]int, h0, h1, w0, w1 int) []int {
+	if (h1-h0)*(w1-w0) > len(offs) {
+		return nil
+	}
+	k := 0
+	for ih := h0; ih < h1; ih++ {
+		for iw := w0; iw < w1; iw++ {
+			offs[k] = (ih*g.W + iw) * g.C
+			k++
+		}
+	}
+	return offs[:k]
+}
+
 // maxPoolImages is MaxPool2D over images [n0, n0+nb).
 func maxPoolImages[T Float](dst, x []T, g ConvGeom, n0, nb int) {
 	img, out := g.H*g.W*g.C, g.OH*g.OW*g.C
+	lanes := poolSIMDChannels[T](g.C)
+	var offs [maxPoolCells]int
 	for n := n0; n < n0+nb; n++ {
 		xi, di := x[n*img:n*img+img], dst[n*out:n*out+out]
 		for oh := 0; oh < g.OH; oh++ {
 			for ow := 0; ow < g.OW; ow++ {
 				h0, h1, w0, w1 := g.poolWindow(oh, ow)
 				d := di[(oh*g.OW+ow)*g.C : (oh*g.OW+ow+1)*g.C]
+				c0 := 0
+				if cells := g.windowCells(&offs, h0, h1, w0, w1); lanes > 0 && cells != nil {
+					poolMaxSIMD(d, xi, cells, lanes)
+					c0 = lanes
+				}
+				if c0 == g.C {
+					continue
+				}
 				// All channels at once, visiting the cells in the order and
 				// with the rule of argmaxWindow, so the value selected is
 				// the one MaxPool2DGrad routes to.
-				copy(d, xi[(h0*g.W+w0)*g.C:])
+				d = d[c0:]
+				copy(d, xi[(h0*g.W+w0)*g.C+c0:])
 				for ih := h0; ih < h1; ih++ {
 					for iw := w0; iw < w1; iw++ {
-						cell := xi[(ih*g.W+iw)*g.C : (ih*g.W+iw+1)*g.C]
+						cell := xi[(ih*g.W+iw)*g.C+c0 : (ih*g.W+iw+1)*g.C]
 						for c, v := range cell {
 							if bv := d[c]; v > bv || (v != v && bv == bv) {
 								d[c] = v
@@ -94,22 +126,63 @@ func MaxPool2DGrad[T Float](dx, x, dy []T, g ConvGeom) []T {
 	const fn = "MaxPool2DGrad"
 	g.checkPool(fn, "x", len(x), "dy", len(dy))
 	checkLen(fn, "dx", len(dx), len(x))
-	clear(dx)
 	inHalves(taskMaxPoolGrad, [3][]T{dx, x, dy}, g, 0, g.N)
 	return dx
 }
 
-// maxPoolGradImages is MaxPool2DGrad over images [n0, n0+nb) (dx cleared).
-func maxPoolGradImages[T Float](dx, x, dy []T, g ConvGeom, n0, nb int) {
+// MaxPool2DReluGrad sets dx to ReluGrad(x, MaxPool2DGrad(x, dy)) and
+// returns dx: the gradient through a max pool whose input x is the output of
+// a relu, on to the relu's input, in one pass. Each dy element goes to the
+// cell MaxPool2DGrad routes it to when that cell's value is above 0; every
+// other cell is 0. The bits are those of the two kernels in turn.
+//
+//	x: [N, H, W, C] (relu output), dy: [N, OH, OW, C], dx: [N, H, W, C] (overwritten)
+//
+// dx must not overlap x or dy. It panics if g is invalid or a length does not
+// match.
+func MaxPool2DReluGrad[T Float](dx, x, dy []T, g ConvGeom) []T {
+	const fn = "MaxPool2DReluGrad"
+	g.checkPool(fn, "x", len(x), "dy", len(dy))
+	checkLen(fn, "dx", len(dx), len(x))
+	inHalves(taskMaxPoolReluGrad, [3][]T{dx, x, dy}, g, 0, g.N)
+	return dx
+}
+
+// tiles reports whether the windows of g cover the input exactly once: no
+// padding, strides equal to the window, and no cell left over.
+func (g ConvGeom) tiles() bool {
+	return g.SH == g.KH && g.SW == g.KW && g.PadTop == 0 && g.PadLeft == 0 &&
+		g.OH*g.KH == g.H && g.OW*g.KW == g.W
+}
+
+// maxPoolGradImages is MaxPool2DGrad (with relu, MaxPool2DReluGrad) over
+// images [n0, n0+nb). Where the windows tile the input and the assembly
+// loops take every channel, each cell of dx is written once (0 + dy or 0,
+// the same bits as adding into a cleared dx); otherwise dx is cleared and
+// the windows add into it.
+func maxPoolGradImages[T Float](dx, x, dy []T, g ConvGeom, n0, nb int, relu bool) {
 	img, out := g.H*g.W*g.C, g.OH*g.OW*g.C
+	lanes := poolSIMDChannels[T](g.C)
+	acc := !(lanes == g.C && g.tiles() && g.KH*g.KW <= maxPoolCells)
+	if acc {
+		clear(dx[n0*img : (n0+nb)*img])
+	}
+	var offs [maxPoolCells]int
 	for n := n0; n < n0+nb; n++ {
 		xi, gi, di := x[n*img:n*img+img], dy[n*out:n*out+out], dx[n*img:n*img+img]
 		for oh := 0; oh < g.OH; oh++ {
 			for ow := 0; ow < g.OW; ow++ {
 				h0, h1, w0, w1 := g.poolWindow(oh, ow)
 				gr := gi[(oh*g.OW+ow)*g.C : (oh*g.OW+ow+1)*g.C]
-				for c, v := range gr {
-					di[argmaxWindow(xi, g, h0, h1, w0, w1, c)] += v
+				c0 := 0
+				if cells := g.windowCells(&offs, h0, h1, w0, w1); lanes > 0 && cells != nil {
+					poolMaxGradSIMD(di, xi, gr, cells, lanes, acc, relu)
+					c0 = lanes
+				}
+				for c := c0; c < g.C; c++ {
+					if i := argmaxWindow(xi, g, h0, h1, w0, w1, c); !relu || xi[i] > 0 {
+						di[i] += gr[c]
+					}
 				}
 			}
 		}

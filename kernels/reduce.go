@@ -120,6 +120,9 @@ func SumRows[T Float](dst, x []T, rows, cols int) []T {
 	}
 	checkLen(fn, "x", len(x), rows*cols)
 	checkLen(fn, "dst", len(dst), cols)
+	if d32, ok := any(dst).([]float32); ok && sumRowsFast(d32, any(x).([]float32), rows, cols) {
+		return dst
+	}
 	clear(dst)
 	for r := 0; r < rows; r++ {
 		row := x[r*cols : r*cols+cols]

@@ -23,6 +23,11 @@ import (
 // the last region the same way: a spin, then a channel. Every hand-off is an
 // atomic operation or a channel operation, so the Go memory model (and the
 // race detector) orders the product's fields and results.
+//
+// Jobs (jobs.go) use the same hand-off for other work: the convolution and
+// pooling kernels, large elementwise kernels and Parallel publish regions
+// of a job instead of a product, so they share the pool's threads and its
+// spinning with the products around them.
 
 // MaxThreads is the most threads SetThreads accepts.
 const MaxThreads = 256
@@ -128,13 +133,17 @@ type gemmWorker struct {
 }
 
 // gemmPool is the worker pool. mu is held for a whole product and guards
-// threads, ws0, workers and call.
+// threads, ws0, workers, call and job (a job holds it from start to end).
 type gemmPool struct {
 	mu      sync.Mutex
 	threads int // 0 until first use, then >= 1
-	ws0     *gemmWorkspace
-	workers []*gemmWorker // workers[i] is thread i+1
-	call    gemmCall      // the product in progress
+	// threadsNow is threads, for Threads to read without mu (a job's parts
+	// run while the caller holds mu).
+	threadsNow atomic.Int32
+	ws0        *gemmWorkspace
+	workers    []*gemmWorker // workers[i] is thread i+1
+	call       gemmCall      // the product in progress
+	job        *poolJob      // when set, what the regions compute instead of call (jobs.go)
 
 	// claim is (product number << 32) | (regions << 16) | next region. The
 	// caller publishes a product by storing it with next region 0; every
@@ -160,6 +169,9 @@ func SetThreads(n int) {
 
 // Threads returns the number of threads Sgemm uses.
 func Threads() int {
+	if n := workers.threadsNow.Load(); n > 0 {
+		return int(n)
+	}
 	workers.mu.Lock()
 	defer workers.mu.Unlock()
 	workers.init()
@@ -206,6 +218,7 @@ func (p *gemmPool) resize(n int) {
 		p.workers = p.workers[:len(p.workers)-1]
 	}
 	p.threads = n
+	p.threadsNow.Store(int32(n))
 }
 
 // work is the loop of a worker: wait for a product newer than seen, claim
@@ -231,6 +244,7 @@ func (p *gemmPool) work(w *gemmWorker, seen uint64) {
 // yet, or has preempted) costs at most the region it holds: the others take
 // the rest.
 func (p *gemmPool) runRegions(ws *gemmWorkspace, gen uint64) {
+	slot := -1 // this thread's slot in the current job, taken at its first region
 	for {
 		v := p.claim.Load()
 		regions, next := int(v>>16&0xffff), int(v&0xffff)
@@ -243,7 +257,14 @@ func (p *gemmPool) runRegions(ws *gemmWorkspace, gen uint64) {
 		// The claim orders this read of call after the caller's write of
 		// it, and the caller does not touch call again before done reaches
 		// regions.
-		p.call.part(ws, next)
+		if job := p.job; job != nil {
+			if slot < 0 {
+				slot = int(job.slots.Add(1)) - 1
+			}
+			job.part(ws, next, slot)
+		} else {
+			p.call.part(ws, next)
+		}
 		if p.done.Add(1) == int32(regions) {
 			p.caller.unpark()
 		}
@@ -262,14 +283,50 @@ func (p *gemmPool) run(c gemmCall) {
 	if parts == 1 {
 		call.part(p.ws0, 0)
 	} else {
-		gen := p.claim.Load()>>32 + 1
-		p.done.Store(0)
-		p.claim.Store(gen<<32 | uint64(parts)<<16)
-		for _, w := range p.workers[:parts-1] {
-			w.unpark()
-		}
-		p.runRegions(p.ws0, gen)
-		p.caller.await(func() (uint64, bool) { return 0, p.done.Load() == int32(parts) })
+		p.handOff(parts, parts-1)
 	}
 	p.call = gemmCall{} // drop the caller's slices
+}
+
+// handOff publishes the current product (or job) as regions regions, wakes
+// helpers workers, computes regions with the others and returns when all
+// are done. p.mu is held.
+func (p *gemmPool) handOff(regions, helpers int) {
+	gen := p.claim.Load()>>32 + 1
+	p.done.Store(0)
+	p.claim.Store(gen<<32 | uint64(regions)<<16)
+	for _, w := range p.workers[:helpers] {
+		w.unpark()
+	}
+	p.runRegions(p.ws0, gen)
+	p.caller.await(func() (uint64, bool) { return 0, p.done.Load() == int32(regions) })
+}
+
+// runJob computes regions [0, regions) of j (j.part) on the pool and returns
+// when all are done. Each thread that takes part gets a slot, 0, 1, ...,
+// for its scratch; j.slots bounds them (0: no bound): when the pool has
+// more threads than j.slots, the caller computes every region in slot 0.
+// j.part must not call into the pool. Regions are claimed as a product's
+// are, so the thread and slot that compute a region vary from run to run; a
+// job's results must not depend on them.
+func (p *gemmPool) runJob(j *poolJob, regions int) {
+	if regions < 1 {
+		return
+	}
+	if regions > 0xffff {
+		panicf("runJob: %d regions, want at most 65535", regions)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.init()
+	if p.threads == 1 || regions == 1 || j.maxSlots > 0 && p.threads > j.maxSlots {
+		for r := 0; r < regions; r++ {
+			j.part(p.ws0, r, 0)
+		}
+		return
+	}
+	j.slots.Store(0)
+	p.job = j
+	p.handOff(regions, min(p.threads, regions)-1)
+	p.job = nil
 }

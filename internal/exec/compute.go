@@ -38,7 +38,11 @@ func compute[T kernels.Float](b *Bound) error {
 	case graph.OpMaxPool2D:
 		kernels.MaxPool2D(dst, x, b.Geom)
 	case graph.OpMaxPool2DGrad:
-		kernels.MaxPool2DGrad(dst, x, tensor.As[T](b.in[1]), b.Geom)
+		if b.ReluMask {
+			kernels.MaxPool2DReluGrad(dst, x, tensor.As[T](b.in[1]), b.Geom)
+		} else {
+			kernels.MaxPool2DGrad(dst, x, tensor.As[T](b.in[1]), b.Geom)
+		}
 	case graph.OpAvgPool2D:
 		kernels.AvgPool2D(dst, x, b.Geom)
 	case graph.OpAvgPool2DGrad:

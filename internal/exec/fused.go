@@ -1,8 +1,6 @@
 package exec
 
 import (
-	"sync"
-
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
@@ -148,8 +146,9 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 	}
 }
 
-// fusedParallel runs b's chain split over its threads: the caller takes the
-// first part, parked workers the others. Nothing is allocated.
+// fusedParallel runs b's chain split over its threads, as parts on the
+// kernels' worker pool (kernels.Parallel); part t uses the registers of
+// slot t. Nothing is allocated.
 func (b *Bound) fusedParallel() {
 	total := tensor.Shape(b.Shape).Size()
 	threads := b.Fused.Threads
@@ -157,17 +156,17 @@ func (b *Bound) fusedParallel() {
 		b.fusedRange(0, total, 0)
 		return
 	}
-	fusedWorkers.start(threads - 1)
+	kernels.Parallel(threads, fusedPart, b)
+}
+
+// fusedPart runs part t of the chain of arg (a *Bound) over threads parts.
+func fusedPart(arg any, t int) {
+	b := arg.(*Bound)
+	total := tensor.Shape(b.Shape).Size()
 	// split on chunk boundaries so periodic leaves stay aligned per chunk
-	per := (total/threads + b.Fused.Chunk - 1) / b.Fused.Chunk * b.Fused.Chunk
-	for t := 1; t < threads; t++ {
-		lo := min(t*per, total)
-		fusedWorkers.tasks <- fusedTask{b: b, lo: lo, hi: min(lo+per, total), slot: t}
-	}
-	b.fusedRange(0, min(per, total), 0)
-	for t := 1; t < threads; t++ {
-		<-fusedWorkers.done
-	}
+	per := (total/b.Fused.Threads + b.Fused.Chunk - 1) / b.Fused.Chunk * b.Fused.Chunk
+	lo := min(t*per, total)
+	b.fusedRange(lo, min(lo+per, total), t)
 }
 
 func (b *Bound) fusedRange(lo, hi, slot int) {
@@ -176,33 +175,4 @@ func (b *Bound) fusedRange(lo, hi, slot int) {
 	} else {
 		runFused[float64](b, lo, hi, slot)
 	}
-}
-
-type fusedTask struct {
-	b            *Bound
-	lo, hi, slot int
-}
-
-// workerPool is a set of goroutines started once that run fused chains'
-// parts handed to them over a channel.
-type workerPool struct {
-	mu      sync.Mutex
-	running int
-	tasks   chan fusedTask
-	done    chan struct{}
-}
-
-var fusedWorkers = &workerPool{tasks: make(chan fusedTask, 64), done: make(chan struct{}, 64)}
-
-func (p *workerPool) start(n int) {
-	p.mu.Lock()
-	for ; p.running < n; p.running++ {
-		go func() {
-			for t := range p.tasks {
-				t.b.fusedRange(t.lo, t.hi, t.slot)
-				p.done <- struct{}{}
-			}
-		}()
-	}
-	p.mu.Unlock()
 }

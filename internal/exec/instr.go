@@ -57,6 +57,11 @@ type Instr struct {
 	Fused              *Fused // OpFused: the chain; In lists its leaves
 	Pair               int    // all_reduce_wait: the index of its all_reduce_start
 	BF16               bool   // matmul, conv: bfloat16 operands, float32 sums
+
+	// ReluMask: a max_pool2d_grad whose result goes through ReluGrad by
+	// its input x (compile fuses ReluGrad(x, MaxPool2DGrad(x, dy))) and
+	// runs as kernels.MaxPool2DReluGrad.
+	ReluMask bool
 }
 
 // collective runs a reduce-scatter or an all-gather; with a single
