@@ -164,16 +164,25 @@ func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
 	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f) {
 		return dst
 	}
+	return conv2DChunks(dst, x, filter, work, g, f, chunk, MatMul[T])
+}
+
+// conv2DChunks is Conv2D as im2col of chunks of images and products by mm.
+func conv2DChunks[T Float](dst, x, filter, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
+	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	for n0 := 0; n0 < g.N; n0 += chunk {
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
 		cols := work[:rows*k]
 		inHalves(taskIm2col, [3][]T{cols, x}, g, n0, nb)
 		// [rows, K]·[K, f] -> [rows, f]
-		MatMul(dst[n0*per*f:(n0*per+rows)*f], cols, filter, rows, f, k, false, false, false)
+		mm(dst[n0*per*f:(n0*per+rows)*f], cols, filter, rows, f, k, false, false, false)
 	}
 	return dst
 }
+
+// matMulFunc is MatMul's signature: MatMul, or MatMulBF16 for float32.
+type matMulFunc[T Float] func(dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T
 
 // Conv2DBackpropInput sets dx to the gradient of Σ dy·Conv2D(x, filter) with
 // respect to x and returns dx.
@@ -194,13 +203,20 @@ func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) [
 	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f) {
 		return dx
 	}
+	return conv2DInputChunks(dx, dy, filter, work, g, f, chunk, MatMul[T])
+}
+
+// conv2DInputChunks is Conv2DBackpropInput as products by mm and col2im of
+// chunks of images.
+func conv2DInputChunks[T Float](dx, dy, filter, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
+	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	clear(dx)
 	for n0 := 0; n0 < g.N; n0 += chunk {
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
 		cols := work[:rows*k]
 		// [rows, f]·[K, f]ᵀ -> [rows, K]
-		MatMul(cols, dy[n0*per*f:(n0*per+rows)*f], filter, rows, k, f, false, true, false)
+		mm(cols, dy[n0*per*f:(n0*per+rows)*f], filter, rows, k, f, false, true, false)
 		inHalves(taskCol2im, [3][]T{dx, cols}, g, n0, nb)
 	}
 	return dx
@@ -224,6 +240,13 @@ func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) 
 	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f) {
 		return dfilter
 	}
+	return conv2DFilterChunks(dfilter, x, dy, work, g, f, chunk, MatMul[T])
+}
+
+// conv2DFilterChunks is Conv2DBackpropFilter as im2col of chunks of images
+// and products by mm, accumulated.
+func conv2DFilterChunks[T Float](dfilter, x, dy, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
+	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	clear(dfilter)
 	for n0 := 0; n0 < g.N; n0 += chunk {
 		nb := min(chunk, g.N-n0)
@@ -231,7 +254,7 @@ func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) 
 		cols := work[:rows*k]
 		inHalves(taskIm2col, [3][]T{cols, x}, g, n0, nb)
 		// [rows, K]ᵀ·[rows, f] -> [K, f], accumulated over chunks
-		MatMul(dfilter, cols, dy[n0*per*f:(n0*per+rows)*f], k, f, rows, true, false, true)
+		mm(dfilter, cols, dy[n0*per*f:(n0*per+rows)*f], k, f, rows, true, false, true)
 	}
 	return dfilter
 }

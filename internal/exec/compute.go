@@ -29,12 +29,19 @@ func compute[T kernels.Float](b *Bound) error {
 		kernels.Erf(dst, x)
 	case graph.OpAbs:
 		kernels.Abs(dst, x)
-	case graph.OpConv2D:
-		kernels.Conv2D(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.Geom, b.F)
-	case graph.OpConv2DBackpropInput:
-		kernels.Conv2DBackpropInput(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.Geom, b.F)
-	case graph.OpConv2DBackpropFilter:
-		kernels.Conv2DBackpropFilter(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.Geom, b.F)
+	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
+		if b.BF16 && b.DType == tensor.Float32 {
+			b.convBF16()
+			break
+		}
+		conv := kernels.Conv2D[T]
+		switch b.Op {
+		case graph.OpConv2DBackpropInput:
+			conv = kernels.Conv2DBackpropInput[T]
+		case graph.OpConv2DBackpropFilter:
+			conv = kernels.Conv2DBackpropFilter[T]
+		}
+		conv(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.Geom, b.F)
 	case graph.OpMaxPool2D:
 		kernels.MaxPool2D(dst, x, b.Geom)
 	case graph.OpMaxPool2DGrad:
@@ -157,4 +164,18 @@ func matmul[T kernels.Float](b *Bound, dst, x, y []T, mm func(dst, a, b []T, m, 
 		}
 		mm(dst[i*cm:(i+1)*cm], x[i*am:(i+1)*am], yb, b.M, b.N, b.K, b.TransA, b.TransB, false)
 	}
+}
+
+// convBF16 runs a convolution instruction on bfloat16 operands (the
+// mixed_bfloat16 policy's products).
+func (b *Bound) convBF16() {
+	conv := kernels.Conv2DBF16
+	switch b.Op {
+	case graph.OpConv2DBackpropInput:
+		conv = kernels.Conv2DBackpropInputBF16
+	case graph.OpConv2DBackpropFilter:
+		conv = kernels.Conv2DBackpropFilterBF16
+	}
+	f32 := tensor.As[float32]
+	conv(f32(b.out), f32(b.in[0]), f32(b.in[1]), f32(b.work), b.Geom, b.F)
 }
