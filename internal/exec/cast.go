@@ -19,6 +19,9 @@ func asAny[T any](b []byte) []T {
 
 // cast converts between any two dtypes.
 func (b *Bound) cast() error {
+	if b.halfCast() {
+		return nil
+	}
 	src, dst := b.in[0], b.out
 	switch b.DType {
 	case tensor.Float32:
@@ -80,6 +83,54 @@ func (b *Bound) cast() error {
 		return nil
 	}
 	return b.fail("cannot cast %s to %s", b.InDType, b.DType)
+}
+
+// halfCastMin is the element count from which a cast between float32 and
+// a 16-bit float type is split over the kernels' threads.
+const halfCastMin = 1 << 15
+
+// halfCast runs a cast between float32 and bfloat16 or float16 (the
+// mixed-precision policies' casts of saved activations, large and on the
+// step's path) in parts on the kernels' threads, and reports whether b was
+// one; other casts are left to cast.
+func (b *Bound) halfCast() bool {
+	var n int
+	switch {
+	case b.InDType == tensor.Float32 && (b.DType == tensor.BFloat16 || b.DType == tensor.Float16):
+		n = len(b.out) / 2
+	case b.DType == tensor.Float32 && (b.InDType == tensor.BFloat16 || b.InDType == tensor.Float16):
+		n = len(b.out) / 4
+	default:
+		return false
+	}
+	b.castParts = 1
+	if n >= halfCastMin {
+		b.castParts = kernels.Threads()
+	}
+	kernels.Parallel(b.castParts, halfCastPart, b)
+	return true
+}
+
+// halfCastPart converts part p of b.castParts of a halfCast.
+func halfCastPart(arg any, p int) {
+	b := arg.(*Bound)
+	if b.DType == tensor.Float32 {
+		dst := tensor.As[float32](b.out)
+		lo, hi := p*len(dst)/b.castParts, (p+1)*len(dst)/b.castParts
+		if b.InDType == tensor.BFloat16 {
+			kernels.BF16ToFloat32(dst[lo:hi], tensor.As16[tensor.BF16](b.in[0])[lo:hi])
+		} else {
+			kernels.F16ToFloat32(dst[lo:hi], tensor.As16[tensor.F16](b.in[0])[lo:hi])
+		}
+		return
+	}
+	src := tensor.As[float32](b.in[0])
+	lo, hi := p*len(src)/b.castParts, (p+1)*len(src)/b.castParts
+	if b.DType == tensor.BFloat16 {
+		kernels.Float32ToBF16(tensor.As16[tensor.BF16](b.out)[lo:hi], src[lo:hi])
+	} else {
+		kernels.Float32ToF16(tensor.As16[tensor.F16](b.out)[lo:hi], src[lo:hi])
+	}
 }
 
 func castTo[D kernels.Number](b *Bound, dst []D, src []byte) error {
