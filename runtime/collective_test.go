@@ -194,3 +194,54 @@ func TestMatMulBF16Policy(t *testing.T) {
 		t.Fatal("the test's operands round to the same product in bfloat16; pick others")
 	}
 }
+
+// TestHalfCastsInParts: casts between float32 and the 16-bit types, large
+// enough to be split over the kernels' threads, convert every element as
+// the scalar conversions do.
+func TestHalfCastsInParts(t *testing.T) {
+	const n = 3<<15 + 7 // over exec's split threshold, not a multiple of the parts
+	old := kernels.Threads()
+	kernels.SetThreads(2)
+	defer kernels.SetThreads(old)
+	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
+		p, err := compile.Build(func() (*graph.Graph, compile.Options) {
+			g := graph.New()
+			x := g.Input("x", tensor.Float32, tensor.Shape{n})
+			low := graph.Cast(x, dt)
+			return g, compile.Options{Outputs: []compile.Output{{Name: "low", Node: low}, {Name: "back", Node: graph.Cast(low, tensor.Float32)}}}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := runtime.NewCPU(0)
+		x, err := e.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := x.Input("x")
+		for i := range in.Float32s() {
+			in.Float32s()[i] = float32(i)*1.000123 - n/2
+		}
+		if err := x.Run(); err != nil {
+			t.Fatal(err)
+		}
+		low, _ := x.Output("low")
+		back, _ := x.Output("back")
+		for i, v := range in.Float32s() {
+			var bits uint16
+			var want float32
+			if dt == tensor.BFloat16 {
+				h := tensor.ToBFloat16(v)
+				bits, want = uint16(h), h.Float32()
+			} else {
+				h := tensor.ToFloat16(v)
+				bits, want = uint16(h), h.Float32()
+			}
+			if got := tensor.As16[uint16](low.Bytes())[i]; got != bits || back.Float32s()[i] != want {
+				t.Fatalf("%s element %d (%v): got %#04x and %v back, want %#04x and %v", dt, i, v, got, back.Float32s()[i], bits, want)
+			}
+		}
+		x.Close()
+		e.Close()
+	}
+}
