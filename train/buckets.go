@@ -83,6 +83,16 @@ func (b *buckets) flush() {
 	b.done = append(b.done, k)
 }
 
+// waitAll starts the open bucket, then, for every bucket in the order they
+// started, builds the wait for its all-reduce and calls f with its members
+// (indices of the trainable parameters) and their summed gradients.
+func (b *buckets) waitAll(f func(members []int, sums []*graph.Node)) {
+	b.flush()
+	for _, k := range b.done {
+		f(k.members, b.wait(k))
+	}
+}
+
 // wait builds the wait for bucket k's all-reduce and returns the summed
 // gradients of its members, in their shapes.
 func (b *buckets) wait(k bucket) []*graph.Node {

@@ -282,16 +282,15 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 		raw := autodiff.GradWith(target, opt, ctx.Trainable...)
 		old := g.SetPhase(graph.Update)
 		if interleave && bk != nil && mode != modeAccumulate {
-			// wait for the buckets, in the order they started, then update
-			bk.flush()
-			for _, b := range bk.done {
-				sums := bk.wait(b)
-				params := make([]*graph.Node, len(b.members))
-				for j, i := range b.members {
+			// wait for each bucket, in the order they started, and update
+			// its parameters
+			bk.waitAll(func(members []int, sums []*graph.Node) {
+				params := make([]*graph.Node, len(members))
+				for j, i := range members {
 					params[j], grads[i] = ctx.Trainable[i], sums[j]
 				}
 				c.Optimizer.Apply(g, params, sums)
-			}
+			})
 		}
 		var finite *graph.Node
 		if !interleave { // clipping and overflow checks need every gradient first
@@ -305,12 +304,11 @@ func (c *Config) build(b int, mode stepMode) func() (*graph.Graph, compile.Optio
 				}
 			}
 			if bk != nil && mode != modeAccumulate {
-				bk.flush()
-				for _, b := range bk.done {
-					for j, sum := range bk.wait(b) {
-						grads[b.members[j]] = sum
+				bk.waitAll(func(members []int, sums []*graph.Node) {
+					for j, i := range members {
+						grads[i] = sums[j]
 					}
-				}
+				})
 			}
 			if unscale != nil && mode != modeAccumulate {
 				// finite holds when no gradient (of the whole batch, after
