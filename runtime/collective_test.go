@@ -58,6 +58,27 @@ func addOne(buf []byte) {
 	}
 }
 
+// loadOn compiles build and loads it on a fresh CPU engine with comm (nil:
+// one process); the executable and the engine close with the test.
+func loadOn(t *testing.T, comm exec.Collective, build func() (*graph.Graph, compile.Options)) *runtime.Executable {
+	t.Helper()
+	p, err := compile.Build(build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := runtime.NewCPU(0)
+	t.Cleanup(e.Close)
+	if comm != nil {
+		e.SetCollective(comm)
+	}
+	x, err := e.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(x.Close)
+	return x
+}
+
 // collectiveStep: out = AllReduceWait(AllReduceStart(2·x)) + 0·loss, where
 // loss is a cross-entropy whose labels come from the input y, run between
 // the start and the wait (a bad label makes the step fail there).
@@ -72,19 +93,12 @@ func collectiveStep() (*graph.Graph, compile.Options) {
 }
 
 func TestAllReduceStartWait(t *testing.T) {
-	p, err := compile.Build(collectiveStep)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, comm := range []*twoRanks{nil, {}} {
-		e := runtime.NewCPU(0)
+		var c exec.Collective
 		if comm != nil {
-			e.SetCollective(comm)
+			c = comm
 		}
-		x, err := e.Load(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		x := loadOn(t, c, collectiveStep)
 		in, _ := x.Input("x")
 		copy(in.Float32s(), []float32{1, 2, 3, 4, 5, 6})
 		if err := x.Run(); err != nil {
@@ -118,8 +132,6 @@ func TestAllReduceStartWait(t *testing.T) {
 				t.Errorf("after a failed step: started %d, in flight %d; want 2 and 0", comm.started, comm.inFlight)
 			}
 		}
-		x.Close()
-		e.Close()
 	}
 }
 
@@ -151,7 +163,7 @@ func TestAllReduceStartReadOnlyByItsWait(t *testing.T) {
 // float32.
 func TestMatMulBF16Policy(t *testing.T) {
 	const m, k, n = 3, 5, 4
-	p, err := compile.Build(func() (*graph.Graph, compile.Options) {
+	x := loadOn(t, nil, func() (*graph.Graph, compile.Options) {
 		g := graph.New()
 		a := g.Input("a", tensor.Float32, tensor.Shape{m, k})
 		b := g.Input("b", tensor.Float32, tensor.Shape{k, n})
@@ -160,16 +172,6 @@ func TestMatMulBF16Policy(t *testing.T) {
 		low := graph.MatMul(a, b)
 		return g, compile.Options{Outputs: []compile.Output{{Name: "full", Node: full}, {Name: "low", Node: low}}}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := runtime.NewCPU(0)
-	defer e.Close()
-	x, err := e.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
 	a, _ := x.Input("a")
 	b, _ := x.Input("b")
 	for i := range a.Float32s() {
@@ -204,20 +206,12 @@ func TestHalfCastsInParts(t *testing.T) {
 	kernels.SetThreads(2)
 	defer kernels.SetThreads(old)
 	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
-		p, err := compile.Build(func() (*graph.Graph, compile.Options) {
+		x := loadOn(t, nil, func() (*graph.Graph, compile.Options) {
 			g := graph.New()
 			x := g.Input("x", tensor.Float32, tensor.Shape{n})
 			low := graph.Cast(x, dt)
 			return g, compile.Options{Outputs: []compile.Output{{Name: "low", Node: low}, {Name: "back", Node: graph.Cast(low, tensor.Float32)}}}
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := runtime.NewCPU(0)
-		x, err := e.Load(p)
-		if err != nil {
-			t.Fatal(err)
-		}
 		in, _ := x.Input("x")
 		for i := range in.Float32s() {
 			in.Float32s()[i] = float32(i)*1.000123 - n/2
@@ -241,7 +235,5 @@ func TestHalfCastsInParts(t *testing.T) {
 				t.Fatalf("%s element %d (%v): got %#04x and %v back, want %#04x and %v", dt, i, v, got, back.Float32s()[i], bits, want)
 			}
 		}
-		x.Close()
-		e.Close()
 	}
 }
