@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,6 +49,15 @@ func TestMPIDataParallel(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "ranks=2") || strings.Count(string(out), "RESULT") != 1 {
 		t.Errorf("want one RESULT line with ranks=2 (rank 0 reports), got:\n%s", out)
+	}
+	// the gradient buckets' all-reduces took time, and the steps waited for
+	// them at most that long
+	if m := regexp.MustCompile(`allreduce_s=([0-9.]+) allreduce_wait_s=([0-9.]+)`).FindStringSubmatch(string(out)); m == nil {
+		t.Errorf("no allreduce_s/allreduce_wait_s in the RESULT line:\n%s", out)
+	} else if took, _ := strconv.ParseFloat(m[1], 64); took <= 0 {
+		t.Errorf("allreduce_s=%s, want > 0 for two ranks", m[1])
+	} else if waited, _ := strconv.ParseFloat(m[2], 64); waited > 1.05*took+0.01 { // (+ the wake-ups after completion)
+		t.Errorf("allreduce_wait_s=%s > allreduce_s=%s: a step cannot wait longer than the all-reduce took", m[2], m[1])
 	}
 	single := filepath.Join(dir, "single.safetensors")
 	if out, err := exec.Command(bin, append(args, "--save", single, "--accumulate", "2")...).CombinedOutput(); err != nil {
