@@ -146,12 +146,13 @@ type Bound struct {
 
 	// all_reduce_start: the all-reduce in flight (nil when none);
 	// all_reduce_wait: its start (see Link)
-	req       Request
-	start     *Bound
-	castParts int // a cast split over the kernels' threads: into this many
+	req   Request
+	start *Bound
 	// all_reduce_wait: over every run, how long its all-reduces took (where
 	// the Request reports it) and how long this instruction waited for them
 	took, waited time.Duration
+
+	castParts int // a cast split over the kernels' threads: into this many
 }
 
 // tookWaiter is a Request that reports how long its collective took
