@@ -35,6 +35,12 @@ step "modules"
 go mod download
 
 step "vet and build"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt: these files are not formatted:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
 go vet ./...
 CGO_ENABLED=0 go build ./...
 # the GPU backend loads CUDA at run time: its build needs no cgo and no CUDA
