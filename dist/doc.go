@@ -56,7 +56,8 @@
 // initial weights are broadcast; each rank reads its shard of the data
 // (Shard(Size, Rank)); during backward each gradient bucket's all-reduce is
 // started as soon as the bucket is complete and waited for before the
-// update, and gradients are divided by Size; with a sharded optimizer
+// update (each rank's gradient is weighted by its share of the batch);
+// with a sharded optimizer
 // (ZeRO-1) gradients are reduce-scattered, each rank updates its block of
 // the parameters and the parameters are all-gathered. Only rank 0 writes
 // checkpoints. docs/distributed.md shows how to launch a job.
