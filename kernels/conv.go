@@ -161,7 +161,7 @@ func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
 		clear(dst)
 		return dst
 	}
-	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f) {
+	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f, false) {
 		return dst
 	}
 	return conv2DChunks(dst, x, filter, work, g, f, chunk, MatMul[T])
@@ -200,7 +200,7 @@ func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) [
 		clear(dx)
 		return dx
 	}
-	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f) {
+	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f, false) {
 		return dx
 	}
 	return conv2DInputChunks(dx, dy, filter, work, g, f, chunk, MatMul[T])
@@ -237,7 +237,7 @@ func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) 
 		clear(dfilter)
 		return dfilter
 	}
-	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f) {
+	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f, false) {
 		return dfilter
 	}
 	return conv2DFilterChunks(dfilter, x, dy, work, g, f, chunk, MatMul[T])

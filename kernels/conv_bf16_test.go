@@ -64,6 +64,25 @@ func TestConvBF16(t *testing.T) {
 				kernels.Conv2DBackpropInput(make([]float32, len(x)), roundBF16(dy), roundBF16(filter), make([]float32, g.Im2ColSize(g.N)), g, f))
 			check("Conv2DBackpropFilterBF16", kernels.Conv2DBackpropFilterBF16(make([]float32, len(filter)), x, dy, work, g, f),
 				kernels.Conv2DBackpropFilter(make([]float32, len(filter)), roundBF16(x), roundBF16(dy), make([]float32, g.Im2ColSize(g.N)), g, f))
+			// the same bits on one thread and on two
+			old := kernels.Threads()
+			for _, th := range []int{1, 2} {
+				kernels.SetThreads(th)
+				y2 := kernels.Conv2DBF16(make([]float32, len(dy)), x, filter, work, g, f)
+				dx2 := kernels.Conv2DBackpropInputBF16(make([]float32, len(x)), dy, filter, work, g, f)
+				df2 := kernels.Conv2DBackpropFilterBF16(make([]float32, len(filter)), x, dy, work, g, f)
+				kernels.SetThreads(old)
+				y1 := kernels.Conv2DBF16(make([]float32, len(dy)), x, filter, work, g, f)
+				dx1 := kernels.Conv2DBackpropInputBF16(make([]float32, len(x)), dy, filter, work, g, f)
+				df1 := kernels.Conv2DBackpropFilterBF16(make([]float32, len(filter)), x, dy, work, g, f)
+				for _, pair := range [][2][]float32{{y1, y2}, {dx1, dx2}, {df1, df2}} {
+					for i := range pair[0] {
+						if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
+							t.Fatalf("%d threads: element %d = %v, want %v as on %d", th, i, pair[1][i], pair[0][i], old)
+						}
+					}
+				}
+			}
 			if full := kernels.Conv2D(make([]float32, len(dy)), x, filter, make([]float32, g.Im2ColSize(g.N)), g, f); full[0] == y[0] && full[1] == y[1] && full[2] == y[2] {
 				t.Error("Conv2DBF16 gave the float32 results: the operands were not rounded")
 			}

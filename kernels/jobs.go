@@ -75,6 +75,10 @@ type poolJob struct {
 	groups             int // jobConvFilter: the groups of chunks summed apart
 	partial            []float32
 	packT              bool // jobConvFilter: filterPackedT applies
+	// bf16: the products run on MatMulBF16's tier, whose panels hold
+	// bfloat16 pairs: A is packed by the tier (from im2col rows), never
+	// from the image in float32 layout (packIm2col, packT)
+	bf16 bool
 
 	fn   func(arg any, part int) // jobFunc
 	arg  any
@@ -103,7 +107,7 @@ func (j *poolJob) part(ws *gemmWorkspace, r, slot int) {
 		q0 := r * j.per
 		q1 := min(q0+j.per, g.N*g.OH)
 		rows := (q1 - q0) * g.OW
-		if packFromImage && k <= j.blk.kc && g.KW*g.C >= 16 {
+		if packFromImage && !j.bf16 && k <= j.blk.kc && g.KW*g.C >= 16 {
 			// one block of K, window rows of 16 floats or more: pack A from
 			// x (convpack.go), in the loops of gemmCall.region
 			c := j.call(j.y[q0*g.OW*j.f:q1*g.OW*j.f], nil, j.filter, rows, j.f, k, false, false)
@@ -228,11 +232,14 @@ func (j *poolJob) call(dst, a, b []float32, m, n, k int, transA, transB bool) ge
 	return gemmCall{tier: j.tier, blk: j.blk, dst: dst, a: a, b: b, m: m, n: n, k: k, transA: transA, transB: transB}
 }
 
-// gemmSetup returns the tier and blocking Sgemm uses for a product with n
-// columns, and false when products run elsewhere (sgemmExternal).
-func gemmSetup(n int) (gemmTier, gemmBlocking, bool) {
+// gemmSetup returns the tier and blocking Sgemm (with bf16, MatMulBF16)
+// uses for a product with n columns, and false when products run elsewhere
+// (sgemmExternal).
+func gemmSetup(n int, bf16 bool) (gemmTier, gemmBlocking, bool) {
 	tier := gemmActive
-	if tier.narrow != nil && n <= tier.narrow.nr {
+	if bf16 {
+		tier = bgemmTier(n)
+	} else if tier.narrow != nil && n <= tier.narrow.nr {
 		tier = *tier.narrow
 	}
 	blk := tier.blk
@@ -250,10 +257,10 @@ func convRegions(unit, lenWork int) (per, slots int) {
 	return per, lenWork / (per * unit)
 }
 
-// conv2DJob is Conv2D in float32 as a jobConv, or false if products run
-// elsewhere.
-func conv2DJob(dst, x, filter, work []float32, g ConvGeom, f int) bool {
-	tier, blk, ok := gemmSetup(f)
+// conv2DJob is Conv2D in float32 as a jobConv (with bf16, its products on
+// bfloat16 operands), or false if products run elsewhere.
+func conv2DJob(dst, x, filter, work []float32, g ConvGeom, f int, bf16 bool) bool {
+	tier, blk, ok := gemmSetup(f, bf16)
 	if !ok {
 		return false
 	}
@@ -263,17 +270,18 @@ func conv2DJob(dst, x, filter, work []float32, g ConvGeom, f int) bool {
 	defer jobs.mu.Unlock()
 	j := &jobs.job
 	*j = poolJob{kind: jobConv, maxSlots: slots, x: x, filter: filter, y: dst, work: work,
-		g: g, f: f, per: per, slot: per * g.OW * k, tier: tier, blk: blk}
+		g: g, f: f, per: per, slot: per * g.OW * k, tier: tier, blk: blk, bf16: bf16}
 	workers.runJob(j, ceilDiv(g.N*g.OH, per))
 	*j = poolJob{} // drop the caller's slices
 	return true
 }
 
-// conv2DInputJob is Conv2DBackpropInput in float32 as a jobConvInput, or
-// false if products run elsewhere.
-func conv2DInputJob(dx, dy, filter, work []float32, g ConvGeom, f int) bool {
+// conv2DInputJob is Conv2DBackpropInput in float32 as a jobConvInput (with
+// bf16, its products on bfloat16 operands), or false if products run
+// elsewhere.
+func conv2DInputJob(dx, dy, filter, work []float32, g ConvGeom, f int, bf16 bool) bool {
 	k := g.KH * g.KW * g.C
-	tier, blk, ok := gemmSetup(k)
+	tier, blk, ok := gemmSetup(k, bf16)
 	if !ok {
 		return false
 	}
@@ -288,11 +296,12 @@ func conv2DInputJob(dx, dy, filter, work []float32, g ConvGeom, f int) bool {
 	return true
 }
 
-// conv2DFilterJob is Conv2DBackpropFilter in float32 as a jobConvFilter, or
-// false if products run elsewhere.
-func conv2DFilterJob(dfilter, x, dy, work []float32, g ConvGeom, f int) bool {
+// conv2DFilterJob is Conv2DBackpropFilter in float32 as a jobConvFilter
+// (with bf16, its products on bfloat16 operands), or false if products run
+// elsewhere.
+func conv2DFilterJob(dfilter, x, dy, work []float32, g ConvGeom, f int, bf16 bool) bool {
 	k := g.KH * g.KW * g.C
-	tier, blk, ok := gemmSetup(f)
+	tier, blk, ok := gemmSetup(f, bf16)
 	if !ok {
 		return false
 	}
@@ -309,7 +318,7 @@ func conv2DFilterJob(dfilter, x, dy, work []float32, g ConvGeom, f int) bool {
 		partial = work[len(work)-k*f:]
 		work = work[:len(work)-k*f]
 	}
-	packT := packFromImage && simdPool && tier.mr == 12 && k%12 == 0 && g.KW*g.C%12 == 0 &&
+	packT := !bf16 && packFromImage && simdPool && tier.mr == 12 && k%12 == 0 && g.KW*g.C%12 == 0 &&
 		g.PadTop == 0 && g.PadLeft == 0 && g.PadBottom() == 0 && g.PadRight() == 0
 	per, slots := convRegions(g.OW*k, len(work))
 	if packT {
