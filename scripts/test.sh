@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of headroom: vet, build (also with cgo off), unit tests,
-# race tests of the concurrent packages, and a short run of every fuzz
+# race tests of the concurrent packages (kernels: the worker pool and its
+# jobs; train: in-process data-parallel ranks), and a short run of every fuzz
 # target. Installs what it needs (Go modules) first. Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +59,7 @@ step "unit tests"
 go test -count=1 ./...
 
 step "race tests (concurrent packages)"
-race_pkgs=$(go list ./mem/... ./data/... ./runtime/... 2>/dev/null || true)
+race_pkgs=$(go list ./mem/... ./data/... ./runtime/... ./kernels ./train 2>/dev/null || true)
 # shellcheck disable=SC2086
 go test -race -count=1 $race_pkgs
 
