@@ -155,16 +155,22 @@ func (g ConvGeom) checkConv(fn string, f int, xName string, lenX int, filterName
 // as it holds. dst must not overlap x, filter or work. It panics if g is
 // invalid or a length does not match.
 func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
-	chunk := g.checkConv("Conv2D", f, "x", len(x), "filter", len(filter), "dst", len(dst), len(work))
+	return conv2D("Conv2D", dst, x, filter, work, g, f, MatMul[T], false)
+}
+
+// conv2D is Conv2D named fn with its products by mm: MatMul, or with bf16
+// MatMulBF16 (whose jobs pack with its tier).
+func conv2D[T Float](fn string, dst, x, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+	chunk := g.checkConv(fn, f, "x", len(x), "filter", len(filter), "dst", len(dst), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	if k == 0 {
 		clear(dst)
 		return dst
 	}
-	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f, false) {
+	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
 		return dst
 	}
-	return conv2DChunks(dst, x, filter, work, g, f, chunk, MatMul[T])
+	return conv2DChunks(dst, x, filter, work, g, f, chunk, mm)
 }
 
 // conv2DChunks is Conv2D as im2col of chunks of images and products by mm.
@@ -194,16 +200,22 @@ type matMulFunc[T Float] func(dst, a, b []T, m, n, k int, transA, transB, accumu
 // their contributions sum. work is as for Conv2D. dx must not overlap the
 // other operands. It panics if g is invalid or a length does not match.
 func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) []T {
-	chunk := g.checkConv("Conv2DBackpropInput", f, "dx", len(dx), "filter", len(filter), "dy", len(dy), len(work))
+	return conv2DInput("Conv2DBackpropInput", dx, dy, filter, work, g, f, MatMul[T], false)
+}
+
+// conv2DInput is Conv2DBackpropInput named fn with its products by mm
+// (bf16: MatMulBF16).
+func conv2DInput[T Float](fn string, dx, dy, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+	chunk := g.checkConv(fn, f, "dx", len(dx), "filter", len(filter), "dy", len(dy), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	if k == 0 || per == 0 {
 		clear(dx)
 		return dx
 	}
-	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f, false) {
+	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
 		return dx
 	}
-	return conv2DInputChunks(dx, dy, filter, work, g, f, chunk, MatMul[T])
+	return conv2DInputChunks(dx, dy, filter, work, g, f, chunk, mm)
 }
 
 // conv2DInputChunks is Conv2DBackpropInput as products by mm and col2im of
@@ -231,16 +243,22 @@ func conv2DInputChunks[T Float](dx, dy, filter, work []T, g ConvGeom, f, chunk i
 // Conv2D. dfilter must not overlap the other operands. It panics if g is
 // invalid or a length does not match.
 func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) []T {
-	chunk := g.checkConv("Conv2DBackpropFilter", f, "x", len(x), "dfilter", len(dfilter), "dy", len(dy), len(work))
+	return conv2DFilter("Conv2DBackpropFilter", dfilter, x, dy, work, g, f, MatMul[T], false)
+}
+
+// conv2DFilter is Conv2DBackpropFilter named fn with its products by mm
+// (bf16: MatMulBF16).
+func conv2DFilter[T Float](fn string, dfilter, x, dy, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+	chunk := g.checkConv(fn, f, "x", len(x), "dfilter", len(dfilter), "dy", len(dy), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	if k == 0 || per == 0 || g.N == 0 {
 		clear(dfilter)
 		return dfilter
 	}
-	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f, false) {
+	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f, bf16) {
 		return dfilter
 	}
-	return conv2DFilterChunks(dfilter, x, dy, work, g, f, chunk, MatMul[T])
+	return conv2DFilterChunks(dfilter, x, dy, work, g, f, chunk, mm)
 }
 
 // conv2DFilterChunks is Conv2DBackpropFilter as im2col of chunks of images

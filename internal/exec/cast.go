@@ -58,25 +58,18 @@ func (b *Bound) cast() error {
 		}
 		return nil
 	case tensor.Float16, tensor.BFloat16:
-		// through float32: every source converts to float32 exactly or by one rounding
+		// through float32 (from float32 itself: halfCast): every source
+		// converts to float32 exactly or by one rounding
 		n := len(dst) / 2
 		srcT, _ := tensor.FromBytes(b.InDType, tensor.Shape{n}, src)
 		if b.DType == tensor.Float16 {
 			d := tensor.As16[tensor.F16](dst)
-			if b.InDType == tensor.Float32 {
-				kernels.Float32ToF16(d, tensor.As[float32](src))
-				return nil
-			}
 			for i := range d {
 				d[i] = tensor.ToFloat16(float32(srcT.Float64At(i)))
 			}
 			return nil
 		}
 		d := tensor.As16[tensor.BF16](dst)
-		if b.InDType == tensor.Float32 {
-			kernels.Float32ToBF16(d, tensor.As[float32](src))
-			return nil
-		}
 		for i := range d {
 			d[i] = tensor.ToBFloat16(float32(srcT.Float64At(i)))
 		}
@@ -145,17 +138,13 @@ func castTo[D kernels.Number](b *Bound, dst []D, src []byte) error {
 		kernels.Convert(dst, tensor.As[int64](src))
 	case tensor.Uint8, tensor.Bool:
 		kernels.Convert(dst, src)
-	case tensor.Float16:
+	case tensor.Float16: // (to float32: halfCast)
 		s := tensor.As16[tensor.F16](src)
 		for i := range dst {
 			dst[i] = D(s[i].Float32())
 		}
-	case tensor.BFloat16:
+	case tensor.BFloat16: // (to float32: halfCast)
 		s := tensor.As16[tensor.BF16](src)
-		if f, ok := any(dst).([]float32); ok {
-			kernels.BF16ToFloat32(f, s)
-			return nil
-		}
 		for i := range dst {
 			dst[i] = D(s[i].Float32())
 		}
