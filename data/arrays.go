@@ -58,7 +58,7 @@ type arrayStream struct {
 	rows     int64
 	rowElems int
 	i        int64
-	raw      []byte // conversion scratch when the stored format differs
+	convert  bool // the stored format differs from dtype: read, then widen or swap
 }
 
 func newArrayStream(format string, fr *fileReader, pool *pool, name string, elem elemFormat, shape []int64) (*arrayStream, error) {
@@ -89,9 +89,7 @@ func newArrayStream(format string, fr *fileReader, pool *pool, name string, elem
 		// valid in principle, but no real data set is millions of empty rows
 		return nil, formatErr(format, name, fr.off, nil, "%d rows of zero elements", s.rows)
 	}
-	if elem.size != dt.Size() || elem.big {
-		s.raw = make([]byte, s.rowElems*elem.size)
-	}
+	s.convert = elem.size != dt.Size() || elem.big
 	return s, nil
 }
 
@@ -107,18 +105,31 @@ func (s *arrayStream) next(ctx context.Context) (tensor.Tensor, *Block, error) {
 	}
 	dst := b.Bytes()
 	src := dst
-	if s.raw != nil {
-		src = s.raw
+	var scratch *Block
+	if s.convert {
+		// The stored row is read into a pooled block of its own, so the
+		// scratch is on the ledger and under the budget like the row: a
+		// header that declares a huge row fails with *mem.OOMError instead
+		// of growing the Go heap.
+		if scratch, err = s.pool.get(ctx, s.rowElems*s.elem.size); err != nil {
+			b.Release()
+			return tensor.Tensor{}, nil, err
+		}
+		src = scratch.Bytes()
 	}
-	if _, err := s.fr.readFull(src); err != nil {
+	_, err = s.fr.readFull(src)
+	if err == nil && scratch != nil {
+		convert(dst, src, s.elem, s.dtype)
+	}
+	if scratch != nil {
+		scratch.Release()
+	}
+	if err != nil {
 		b.Release()
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return tensor.Tensor{}, nil, formatErr(s.format, s.name, off, err, "truncated at row %d of %d", s.i, s.rows)
-	}
-	if s.raw != nil {
-		convert(dst, src, s.elem, s.dtype)
 	}
 	s.i++
 	t, err := tensor.FromBytes(s.dtype, s.rowShape, dst)

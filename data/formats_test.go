@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -13,9 +14,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
+	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -249,6 +252,26 @@ func TestIDX(t *testing.T) {
 	_, err = collect(t, IDX(writeFile(t, "i", images), short), Config{}, ident[Sample])
 	if err == nil {
 		t.Errorf("got no error for 3 images and 2 labels")
+	}
+}
+
+// TestHugeRowIsBudgeted: a header that declares an enormous row of a
+// stored format that needs converting (big-endian int16 here) must fail
+// against the budget, not allocate its conversion scratch on the Go heap
+// (the fuzzer found 1.6 GB allocated for a 12-byte file, enough to kill a
+// fuzzing worker).
+func TestHugeRowIsBudgeted(t *testing.T) {
+	path := writeFile(t, "huge-idx2", idxFile(0x0B, []uint32{0x30303030, 0x30303030}, nil))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := collect(t, IDX(path, ""), Config{Budget: 4 << 20}, ident[Sample])
+	runtime.ReadMemStats(&after)
+	var oom *mem.OOMError
+	if !errors.As(err, &oom) {
+		t.Errorf("got %v, want a *mem.OOMError", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("reading the header allocated %d bytes outside the 4 MiB budget", grew)
 	}
 }
 
