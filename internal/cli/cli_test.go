@@ -247,6 +247,23 @@ func TestPlanJSON(t *testing.T) {
 	}
 }
 
+// A batch larger than the training set plans (and trains) one step over the
+// whole set, as Keras does; the plan says so rather than printing a batch
+// its peak does not describe.
+func TestPlanBatchOverTrainingSet(t *testing.T) {
+	_, whole, _ := run(t, "plan", "--json", "--batch", "1437")
+	_, over, _ := run(t, "plan", "--json", "--batch", "100000")
+	if w, o := decodePlan(t, whole), decodePlan(t, over); w["peak_bytes"] != o["peak_bytes"] {
+		t.Errorf("peak %d for batch 100000, want %d (the 1437 digits)", o["peak_bytes"], w["peak_bytes"])
+	}
+	if !strings.Contains(over, `"step_batch": 1437`) || strings.Contains(whole, "step_batch") {
+		t.Errorf("step_batch should be 1437 for batch 100000 and absent for 1437:\n%s\n%s", over, whole)
+	}
+	if _, text, _ := run(t, "plan", "--batch", "100000"); !strings.Contains(text, "1437 examples: a step holds all of them") {
+		t.Errorf("plan text does not say the step holds the whole set:\n%s", text)
+	}
+}
+
 // With --budget, plan names the largest batch that fits: it fits, and one
 // more does not.
 func TestPlanMaxBatchForBudget(t *testing.T) {
@@ -367,6 +384,8 @@ func TestBadInvocations(t *testing.T) {
 		{"extra_argument", []string{"train", "extra"}, []string{"extra"}},
 		{"plan_extra_argument", []string{"plan", "--json", "more"}, []string{"more"}},
 		{"plan_unknown_model", []string{"plan", "--model", "vgg"}, []string{"vgg"}},
+		{"nan_lr", []string{"train", "--lr", "NaN"}, []string{"--lr", "NaN"}},
+		{"negative_lr", []string{"train", "--lr", "-0.1"}, []string{"--lr", "-0.1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

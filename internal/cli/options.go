@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 
 	"github.com/headroom-ml/headroom/datasets"
@@ -74,6 +75,9 @@ func (o *options) finish() error {
 	}
 	if o.batch < 0 || o.epochs < 0 || o.threads <= 0 || o.accumulate <= 0 {
 		return fmt.Errorf("--batch, --epochs, --threads and --accumulate must be positive")
+	}
+	if !(o.lr >= 0) || math.IsInf(o.lr, 0) { // as torch.optim: 0 is allowed, negative and NaN are not
+		return fmt.Errorf("--lr %v: want a finite learning rate >= 0", o.lr)
 	}
 	if o.batch%o.accumulate != 0 {
 		return fmt.Errorf("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)

@@ -33,6 +33,7 @@ type planReport struct {
 	PeakBytes         int64        `json:"peak_bytes"`
 	BudgetBytes       int64        `json:"budget_bytes,omitempty"`
 	MaxBatchForBudget *int         `json:"max_batch_for_budget,omitempty"`
+	StepBatch         int          `json:"step_batch,omitempty"` // set when --batch exceeds the training set: a step holds all of it
 	Layers            []layerBytes `json:"layers"`
 }
 
@@ -108,6 +109,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		ArenaBytes: plan.ArenaBytes, LowerBoundBytes: plan.LowerBound, Layers: perLayer(plan)}
 	for _, b := range totals {
 		r.PeakBytes += b
+	}
+	if trainN > 0 && o.batch > trainN {
+		r.StepBatch = trainN // as in Keras, one partial batch holds the whole set
 	}
 	if o.budgetBytes > 0 {
 		r.BudgetBytes = o.budgetBytes
@@ -192,6 +196,9 @@ func printKeras(w io.Writer, path string, asJSON bool) error {
 func printReport(w io.Writer, r *planReport) {
 	fb := mem.FormatBytes
 	fmt.Fprintf(w, "plan for model %s on %s, batch %d: %d parameters\n", r.Model, r.Dataset, r.Batch, r.ParamCount)
+	if r.StepBatch > 0 {
+		fmt.Fprintf(w, "  (the training set has %d examples: a step holds all of them)\n", r.StepBatch)
+	}
 	fmt.Fprintf(w, "  params      %12d B  %s\n", r.ParamsBytes, fb(r.ParamsBytes))
 	fmt.Fprintf(w, "  grads       %12d B  %s\n", r.GradsBytes, fb(r.GradsBytes))
 	fmt.Fprintf(w, "  optstate    %12d B  %s\n", r.OptStateBytes, fb(r.OptStateBytes))
