@@ -98,14 +98,18 @@ func (t *Trainer) SaveCheckpoint(dir string, step int64, epoch, keep int) (strin
 
 // restore loads the newest loadable checkpoint in dir into the variables
 // and returns its step and epoch; with no checkpoint there it returns
-// zeros (a fresh start).
-func (t *Trainer) restore(dir string) (step int64, epoch int, err error) {
-	path, step, err := checkpoint.Latest(dir)
+// zeros (a fresh start). Newer files that do not load are passed over, and
+// each is reported as an event.
+func (t *Trainer) restore(dir string, events *[]Event) (step int64, epoch int, err error) {
+	path, step, skipped, err := checkpoint.LatestSkipping(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, 0, nil
 	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("train: resume: %w", err)
+	}
+	for _, e := range skipped {
+		*events = append(*events, Event{Step: step, Message: fmt.Sprintf("resumed from %s, passing over a newer checkpoint that does not load: %v", path, e)})
 	}
 	f, err := checkpoint.Load(path)
 	if err != nil {

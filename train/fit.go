@@ -133,7 +133,7 @@ func (t *Trainer) begin() (*fitRun, error) {
 	cfg := &t.cfg
 	r := &fitRun{t: t, h: &History{FirstLoss: math.NaN(), LastLoss: math.NaN()}, start: time.Now()}
 	if cfg.Resume && cfg.CheckpointDir != "" {
-		s, ep, err := t.restore(cfg.CheckpointDir)
+		s, ep, err := t.restore(cfg.CheckpointDir, &r.h.Events)
 		if err != nil {
 			return nil, err
 		}

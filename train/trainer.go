@@ -726,7 +726,9 @@ func (t *Trainer) SetBudget(b int64) {
 	t.replan = true
 }
 
-// Event is something the trainer did on its own during Fit.
+// Event is something the trainer did on its own during Fit: a re-plan after
+// a reservation failed (with the peaks and the micro-batching it chose), or a
+// resume that passed over a damaged newer checkpoint (no peaks, no Err).
 type Event struct {
 	Step       int64
 	Message    string
@@ -738,6 +740,9 @@ type Event struct {
 }
 
 func (e Event) String() string {
+	if e.PeakBefore == 0 && e.PeakAfter == 0 { // not a re-plan
+		return fmt.Sprintf("step %d: %s", e.Step, e.Message)
+	}
 	return fmt.Sprintf("step %d: %s (planned %s -> %s)", e.Step, e.Message, mem.FormatBytes(e.PeakBefore), mem.FormatBytes(e.PeakAfter))
 }
 

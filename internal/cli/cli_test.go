@@ -516,6 +516,38 @@ func TestCheckpointResume(t *testing.T) {
 	}
 }
 
+// A resume whose newest checkpoint is damaged continues from the previous
+// one, as if the damaged file were not there, and says which file it passed
+// over and why.
+func TestResumePassesOverDamagedCheckpoint(t *testing.T) {
+	damaged, clean := t.TempDir(), t.TempDir()
+	for _, dir := range []string{damaged, clean} {
+		// 45 steps make an epoch of the digits at batch 32: files for steps 45 and 50
+		if status, _, stderr := run(t, "train", "--max-steps", "50", "--checkpoint-dir", dir, "--quiet"); status != 0 {
+			t.Fatalf("status %d: %s", status, stderr)
+		}
+	}
+	newest := filepath.Join(damaged, "ckpt-0000000050.safetensors")
+	if err := os.Truncate(newest, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(clean, "ckpt-0000000050.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	status, stdout, stderr := run(t, "train", "--max-steps", "60", "--checkpoint-dir", damaged, "--resume")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	if !strings.Contains(stdout, "resumed from "+filepath.Join(damaged, "ckpt-0000000045.safetensors")) || !strings.Contains(stdout, newest) {
+		t.Errorf("the run does not say it passed over %s:\n%s", newest, stdout)
+	}
+	_, want, _ := run(t, "train", "--max-steps", "60", "--checkpoint-dir", clean, "--resume", "--quiet")
+	if got, want := result(t, stdout), result(t, want); got["final_loss"] != want["final_loss"] || got["steps"] != want["steps"] {
+		t.Errorf("resumed past the damaged file: final_loss %s, steps %s; from the step-45 file alone: %s, %s",
+			got["final_loss"], got["steps"], want["final_loss"], want["steps"])
+	}
+}
+
 // --checkpoint-dir names a directory that need not exist yet (as Keras'
 // ModelCheckpoint): the run creates it rather than failing after an epoch
 // of training.

@@ -114,9 +114,17 @@ func prune(dir string, step int64, keep int) error {
 // silently discard the run, so the caller should stop and show the error
 // (each file's *FormatError is reachable with errors.As).
 func Latest(dir string) (path string, step int64, err error) {
+	path, step, _, err = LatestSkipping(dir)
+	return path, step, err
+}
+
+// LatestSkipping is Latest that also returns why each newer checkpoint was
+// passed over (one error per damaged file, newest first), so a trainer can
+// tell its user that it resumed from an older step than the newest file.
+func LatestSkipping(dir string) (path string, step int64, skipped []error, err error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
-		return "", 0, fmt.Errorf("checkpoint: latest: %w", err)
+		return "", 0, nil, fmt.Errorf("checkpoint: latest: %w", err)
 	}
 	var steps []int64
 	for _, de := range des {
@@ -125,7 +133,7 @@ func Latest(dir string) (path string, step int64, err error) {
 		}
 	}
 	if len(steps) == 0 {
-		return "", 0, fmt.Errorf("checkpoint: latest: no checkpoint in %s: %w", dir, fs.ErrNotExist)
+		return "", 0, nil, fmt.Errorf("checkpoint: latest: no checkpoint in %s: %w", dir, fs.ErrNotExist)
 	}
 	slices.Sort(steps)
 	var errs []error
@@ -135,9 +143,9 @@ func Latest(dir string) (path string, step int64, err error) {
 			errs = append(errs, err)
 			continue
 		}
-		return p, steps[i], nil
+		return p, steps[i], errs, nil
 	}
-	return "", 0, fmt.Errorf("checkpoint: latest: none of the %d checkpoints in %s loads: %w", len(steps), dir, errors.Join(errs...))
+	return "", 0, nil, fmt.Errorf("checkpoint: latest: none of the %d checkpoints in %s loads: %w", len(steps), dir, errors.Join(errs...))
 }
 
 // verifyStep validates the checkpoint at path, streaming its data through the
