@@ -12,8 +12,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # duration, Go 1.26's fuzzing coordinator can report "context deadline
 # exceeded" as a failure when the time runs out under load (Go issue 75804,
 # fixed in Go 1.27); a count has no deadline to race. 20000 inputs take
-# 0.3-5.5 s a target here.
+# 0.3-5.5 s a target here. Minimizing each new interesting input is bounded
+# the same way (by default it may run for 60 s per input, and the corpus in
+# the build cache grows from run to run).
 fuzztime=${FUZZTIME:-20000x}
+minimizetime=${FUZZMINIMIZETIME:-2000x}
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -68,7 +71,7 @@ go test -list '^Fuzz' ./... | awk '/^Fuzz/ {print}' >/dev/null # compile check
 for pkg in $(go list ./...); do
   for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "fuzz $pkg $target"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/headroom-fuzz.log 2>&1 || {
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimizetime" "$pkg" >/tmp/headroom-fuzz.log 2>&1 || {
       cat /tmp/headroom-fuzz.log
       exit 1
     }
