@@ -38,6 +38,10 @@ func fusable(n *graph.Node) bool {
 	case graph.OpNeg, graph.OpExp, graph.OpLog, graph.OpSqrt, graph.OpRelu, graph.OpSigmoid, graph.OpTanh,
 		graph.OpErf, graph.OpAbs, graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum,
 		graph.OpMinimum, graph.OpReluGrad, graph.OpSigmoidGrad, graph.OpTanhGrad:
+	case graph.OpWhere: // only a guard: one Bool for every element (see graph.SetGuard)
+		if c := n.Inputs()[0]; c.Shape().Size() != 1 {
+			return false
+		}
 	default:
 		return false
 	}
@@ -165,6 +169,9 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 				}
 				seenLeaf[in.ID()] = true
 				k, _ := leafKind(in.Shape(), root.Shape())
+				if in.DType() == tensor.Bool {
+					k = exec.FusedLeaf{Kind: exec.LeafCond}
+				}
 				grp.leaves = append(grp.leaves, in)
 				grp.kinds = append(grp.kinds, k)
 			}
@@ -226,6 +233,9 @@ func (grp *group) program(threads int) *exec.Fused {
 		s.A = operand(m.Inputs()[0])
 		if len(m.Inputs()) > 1 {
 			s.B = operand(m.Inputs()[1])
+		}
+		if len(m.Inputs()) > 2 {
+			s.C = operand(m.Inputs()[2])
 		}
 		if m != root {
 			s.Dst = f.Regs

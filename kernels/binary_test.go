@@ -187,6 +187,24 @@ func TestWhere(t *testing.T) {
 	want := []float64{1, 2, 3, 4, -1, -1, -1, -1, 1, 2, 3, 4}
 	testutil.RequireClose(t, "Where", got, want, 0, 0)
 
+	// One condition for every element (a step guard), including in place
+	// and through strides that are not row-major.
+	x, y := []float64{1, 2, 3, 4, 5, 6}, []float64{-1, -2, -3, -4, -5, -6}
+	sq, rm, tr := []int{2, 3}, []int{3, 1}, []int{1, 2}
+	for _, c := range []uint8{0, 1} {
+		want := y
+		if c != 0 {
+			want = x
+		}
+		got := kernels.Where(make([]float64, 6), []uint8{c}, x, y, sq, []int{0, 0}, rm, rm)
+		testutil.RequireClose(t, "Where guard", got, want, 0, 0)
+		inPlace := append([]float64(nil), y...)
+		got = kernels.Where(inPlace, []uint8{c}, x, inPlace, sq, []int{0, 0}, rm, rm)
+		testutil.RequireClose(t, "Where guard in place", got, want, 0, 0)
+	}
+	got = kernels.Where(make([]float64, 6), []uint8{1}, x, y, sq, []int{0, 0}, tr, rm) // a read transposed
+	testutil.RequireClose(t, "Where guard transposed", got, []float64{1, 3, 5, 2, 4, 6}, 0, 0)
+
 	// Elementwise on strings: any element type works.
 	s := kernels.Where(make([]string, 2), []uint8{0, 1}, []string{"a", "b"}, []string{"x", "y"}, []int{2}, []int{1}, []int{1}, []int{1})
 	if s[0] != "x" || s[1] != "b" {

@@ -109,6 +109,19 @@ func Where[T any](dst []T, cond []uint8, a, b []T, shape, cStrides, aStrides, bS
 	if n == 0 {
 		return dst
 	}
+	if len(cond) == 1 && rowMajor(shape, aStrides) && rowMajor(shape, bStrides) {
+		// one condition for every element (a step guard) over operands of
+		// the output's size, so in its element order: one copy, none at
+		// all when dst is the chosen operand (an assign in place)
+		src := b
+		if cond[0] != 0 {
+			src = a
+		}
+		if &src[0] != &dst[0] {
+			copy(dst, src)
+		}
+		return dst
+	}
 	w := newWalk(shape, 4, [maxOps][]int{nil, cStrides, aStrides, bStrides})
 	in, sc, sa, sb := w.inner(), w.stride(1), w.stride(2), w.stride(3)
 	var idx [tensor.MaxRank]int
@@ -187,4 +200,20 @@ func transposeTiled[T any](dst, x []T, r, c, sx int) {
 			}
 		}
 	}
+}
+
+// rowMajor reports whether strides st walk shape in row-major order over
+// contiguous elements (dimensions of size 1 may have any stride).
+func rowMajor(shape, st []int) bool {
+	want := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		if shape[i] == 1 {
+			continue
+		}
+		if st[i] != want {
+			return false
+		}
+		want *= shape[i]
+	}
+	return true
 }

@@ -32,6 +32,16 @@ func randomStep(rng *rand.Rand) func() (*graph.Graph, compile.Options) {
 				}
 			}
 		}
+		// a step guard as mixed float16 training builds one: a Bool scalar
+		// computed from the data (true or false depending on x), or a
+		// constant that folding resolves
+		guard := graph.Greater(graph.ReduceSum(graph.ReduceSum(x, 1), 0), g.Scalar(r.NormFloat64(), f))
+		if r.IntN(4) == 0 {
+			guard = graph.Less(g.Scalar(1, f), g.Scalar(float64(r.IntN(3)), f))
+		}
+		if r.IntN(2) == 0 {
+			g.SetGuard(guard) // every assign below keeps the old value unless guard holds
+		}
 		assigned := map[*graph.Node]bool{}
 		for i := 0; i < 14; i++ {
 			var n *graph.Node
@@ -49,7 +59,7 @@ func randomStep(rng *rand.Rand) func() (*graph.Graph, compile.Options) {
 					pool = kept
 				}
 			}
-			switch r.IntN(9) {
+			switch r.IntN(10) {
 			case 0:
 				n = graph.Tanh(full())
 			case 1:
@@ -69,6 +79,8 @@ func randomStep(rng *rand.Rand) func() (*graph.Graph, compile.Options) {
 				n = graph.Sigmoid(graph.Neg(full()))
 			case 8:
 				n = graph.Maximum(full(), graph.Mul(pick(), g.Scalar(0.1, f)))
+			case 9:
+				n = graph.Where(guard, graph.Tanh(full()), graph.Add(full(), pick()))
 			}
 			pool = append(pool, n)
 		}

@@ -20,6 +20,7 @@ const (
 	LeafFull     LeafKind = iota // element i of the output reads element i
 	LeafScalar                   // one value for every element
 	LeafPeriodic                 // element i reads element i mod Period (a bias over the last axes)
+	LeafCond                     // a Bool scalar, the condition of a Where step (read as one byte)
 )
 
 // FusedLeaf is one input of a fused chain.
@@ -28,12 +29,15 @@ type FusedLeaf struct {
 	Period int
 }
 
-// FusedStep is one op of a fused chain: Dst = Op(A, B). Operands >= 0 are
-// registers, < 0 are leaves (-1 is leaf 0); Dst < 0 is the output.
+// FusedStep is one op of a fused chain: Dst = Op(A, B), or for OpWhere
+// Dst = A ? B : C with A a LeafCond leaf (a step guard: mixed float16
+// training keeps a variable's old value when the step overflowed).
+// Operands >= 0 are registers, < 0 are leaves (-1 is leaf 0); Dst < 0 is
+// the output.
 type FusedStep struct {
 	Op      graph.Op
 	Dst     int
-	A, B    int
+	A, B, C int
 	OwnerID int // the graph node the step computes
 }
 
@@ -59,12 +63,17 @@ func (f *Fused) ScratchElems() int {
 func (f *Fused) slotElems() int {
 	n := f.Regs
 	for _, l := range f.Leaves {
-		if l.Kind != LeafFull {
+		if l.Kind.inWorkspace() {
 			n++
 		}
 	}
 	return n * f.Chunk
 }
+
+// inWorkspace reports whether a leaf of kind k is staged in a workspace
+// chunk (scalars and periodic leaves); full leaves are read in place and a
+// condition is one byte read once.
+func (k LeafKind) inWorkspace() bool { return k == LeafScalar || k == LeafPeriodic }
 
 // runFused runs the chain over elements [lo, hi) with the registers of
 // thread slot.
@@ -112,6 +121,14 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 				dst = out[i : i+n]
 			} else {
 				dst = reg(s.Dst)[:n]
+			}
+			if s.Op == graph.OpWhere {
+				src := operand(s.C)
+				if leaves[-s.A-1][0] != 0 {
+					src = operand(s.B)
+				}
+				copy(dst, src) // a no-op when dst is src (an assign in place)
+				continue
 			}
 			a := operand(s.A)
 			switch s.Op {

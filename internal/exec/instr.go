@@ -217,7 +217,7 @@ func Bind(in *Instr, bufs [][]byte) Bound {
 		slot := 0
 		for i, id := range in.In {
 			b.leafViews[i] = bufs[id]
-			if in.Fused.Leaves[i].Kind != LeafFull {
+			if in.Fused.Leaves[i].Kind.inWorkspace() {
 				b.leafSlot[i] = slot
 				slot++
 			}
