@@ -99,6 +99,12 @@ func (s *arrayStream) next(ctx context.Context) (tensor.Tensor, *Block, error) {
 		return tensor.Tensor{}, nil, io.EOF
 	}
 	off := s.fr.off
+	if n := int64(s.rowElems * s.elem.size); s.fr.size >= 0 && n > s.fr.size-off {
+		// the file ends inside this row: say so before reserving the row
+		// (a damaged header can declare rows far larger than the budget)
+		return tensor.Tensor{}, nil, formatErr(s.format, s.name, off, io.ErrUnexpectedEOF,
+			"truncated at row %d of %d: a row is %d bytes, the file has %d left", s.i, s.rows, n, max(0, s.fr.size-off))
+	}
 	b, err := s.pool.get(ctx, s.rowElems*s.dtype.Size())
 	if err != nil {
 		return tensor.Tensor{}, nil, err

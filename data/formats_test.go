@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/mem"
@@ -256,22 +257,35 @@ func TestIDX(t *testing.T) {
 }
 
 // TestHugeRowIsBudgeted: a header that declares an enormous row of a
-// stored format that needs converting (big-endian int16 here) must fail
-// against the budget, not allocate its conversion scratch on the Go heap
-// (the fuzzer found 1.6 GB allocated for a 12-byte file, enough to kill a
-// fuzzing worker).
+// stored format that needs converting (big-endian int16 here) must not
+// allocate that row, or its conversion scratch, on the Go heap (the fuzzer
+// found 1.6 GB allocated for a 12-byte file, enough to kill a fuzzing
+// worker). A plain file's size shows the row cannot be there: a
+// *FormatError at the row's offset. A gzip stream's size is unknown until
+// it ends: the row is asked of the budget and refused (*mem.OOMError).
 func TestHugeRowIsBudgeted(t *testing.T) {
-	path := writeFile(t, "huge-idx2", idxFile(0x0B, []uint32{0x30303030, 0x30303030}, nil))
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err := collect(t, IDX(path, ""), Config{Budget: 4 << 20}, ident[Sample])
-	runtime.ReadMemStats(&after)
-	var oom *mem.OOMError
-	if !errors.As(err, &oom) {
-		t.Errorf("got %v, want a *mem.OOMError", err)
-	}
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
-		t.Errorf("reading the header allocated %d bytes outside the 4 MiB budget", grew)
+	header := idxFile(0x0B, []uint32{0x30303030, 0x30303030}, nil)
+	for _, gz := range []bool{false, true} {
+		data := header
+		if gz {
+			data = gzipBytes(header)
+		}
+		path := writeFile(t, "huge-idx2", data)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := collect(t, IDX(path, ""), Config{Budget: 4 << 20}, ident[Sample])
+		runtime.ReadMemStats(&after)
+		if gz {
+			var oom *mem.OOMError
+			if !errors.As(err, &oom) {
+				t.Errorf("gzip: got %v, want a *mem.OOMError", err)
+			}
+		} else if fe := wantFormatError(t, err, path); fe.Offset != 12 || !strings.Contains(err.Error(), "truncated at row 0") {
+			t.Errorf("got %v, want the row at offset 12 to be reported truncated", err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+			t.Errorf("gzip=%v: reading the header allocated %d bytes outside the 4 MiB budget", gz, grew)
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ type fileReader struct {
 	b    []byte
 	r, w int
 	off  int64 // offset of b[r] in the stream
+	size int64 // the stream's length when known (a plain file), else -1
 	err  error
 	c    []io.Closer
 
@@ -59,7 +60,12 @@ func newFileReader(ctx context.Context, pool *pool, src io.Reader, size int, gz,
 	if size <= 0 {
 		size = DefaultBufferSize
 	}
-	fr := &fileReader{src: src, c: closers}
+	fr := &fileReader{src: src, c: closers, size: -1}
+	if f, ok := src.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			fr.size = fi.Size()
+		}
+	}
 	if gz {
 		br := bufio.NewReaderSize(src, 4096)
 		if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
@@ -70,6 +76,7 @@ func newFileReader(ctx context.Context, pool *pool, src io.Reader, size int, gz,
 			}
 			fr.src = z
 			fr.c = append(fr.c, z)
+			fr.size = -1 // offsets count decompressed bytes
 		} else {
 			fr.src = br
 		}
