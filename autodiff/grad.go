@@ -35,6 +35,30 @@ type vjp struct {
 	keep  func(*graph.Node) bool
 	lower func(*graph.Node) *graph.Node
 	remat map[*graph.Node]*graph.Node
+	up    map[upKey]*graph.Node // the backward pass's up-casts of 16-bit values
+}
+
+// upKey names an up-cast: a 16-bit value and the dtype it widens to.
+type upKey struct {
+	low *graph.Node
+	dt  tensor.DType
+}
+
+// upcast returns low widened to dt, built once per backward pass: a layer's
+// 16-bit output is widened for its own rule (relu's gradient reads its
+// output) and for the next layer's (max pooling's gradient reads its
+// input), and both must read one buffer, not two copies of it.
+func (c *vjp) upcast(low *graph.Node, dt tensor.DType) *graph.Node {
+	k := upKey{low, dt}
+	if r, ok := c.up[k]; ok {
+		return r
+	}
+	g := low.Graph()
+	g.PushScope("upcast")
+	r := graph.Cast(low, dt)
+	g.PopScope()
+	c.up[k] = r
+	return r
 }
 
 // in returns input i of n as a value the backward pass may read.
@@ -54,16 +78,15 @@ func (c *vjp) val(x *graph.Node) *graph.Node {
 			return x // the 16-bit copies are what mixed precision keeps
 		}
 		if low := c.lower(x); low != nil {
-			g := x.Graph()
-			g.PushScope("upcast")
-			r := graph.Cast(c.val(low), x.DType())
-			g.PopScope()
+			r := c.upcast(c.val(low), x.DType())
 			c.remat[x] = r
 			return r
 		}
 		// an up-cast of a 16-bit value is recomputed, not kept
 		if x.Op() == graph.OpCast && (x.Inputs()[0].DType() == tensor.BFloat16 || x.Inputs()[0].DType() == tensor.Float16) {
-			return c.recompute(x)
+			r := c.upcast(c.val(x.Inputs()[0]), x.DType())
+			c.remat[x] = r
+			return r
 		}
 	}
 	if c.keep == nil || c.keep(x) {
@@ -98,7 +121,7 @@ func Grad(loss *graph.Node, wrt ...*graph.Node) []*graph.Node {
 
 // GradWith is Grad with options (rematerialization).
 func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
-	c := &vjp{keep: opt.Keep, lower: opt.Lower, remat: map[*graph.Node]*graph.Node{}}
+	c := &vjp{keep: opt.Keep, lower: opt.Lower, remat: map[*graph.Node]*graph.Node{}, up: map[upKey]*graph.Node{}}
 	g := loss.Graph()
 	if loss.Shape().Rank() != 0 || (loss.DType() != 0 && !loss.DType().IsFloat()) {
 		panic(&graph.Error{Op: loss.Op(), Owner: loss.Owner(), Msg: fmt.Sprintf("loss must be a float scalar, got %s%v", loss.DType(), loss.Shape())})

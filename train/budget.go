@@ -101,7 +101,8 @@ func FitToBudget(cfg Config, data *Examples, budget int64, allowPrecision bool) 
 		if len(cands) > 0 {
 			least = cands[0].String()
 		}
-		return cfg, cands, fmt.Errorf("train: no way to run batch %d fits in %s; the smallest: %s", cfg.Batch, mem.FormatBytes(budget), least)
+		return cfg, cands, fmt.Errorf("train: no way to run batch %d fits in %s; the smallest: %s, of which the data set held in memory is %s",
+			cfg.Batch, mem.FormatBytes(budget), least, mem.FormatBytes(dataBytes))
 	}
 	// Calibrate: time the best few for real, under the budget.
 	best := 0
