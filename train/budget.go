@@ -149,9 +149,17 @@ func timeUpdates(cfg Config, data *Examples, n int) (float64, error) {
 	return times[len(times)/2], nil
 }
 
-// Describe formats the choice and the candidates it was chosen from.
+// Describe formats the choice and the candidates it was chosen from (or,
+// when none fits, every candidate, smallest first).
 func Describe(cands []Candidate) string {
 	var b strings.Builder
+	if !cands[0].Fits {
+		b.WriteString("fit-to-budget found no plan that fits; the candidates:\n")
+		for _, c := range cands {
+			fmt.Fprintf(&b, "  %v\n", c)
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "fit-to-budget chose: %v\n", cands[0])
 	for _, c := range cands[1:] {
 		fmt.Fprintf(&b, "  rejected: %v\n", c)

@@ -2,6 +2,7 @@ package train_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/mem"
@@ -116,5 +117,18 @@ func TestFloat16OverflowSkipsTheStep(t *testing.T) {
 				t.Fatalf("%s[%d] changed from %v to %v in a skipped step", v.Name, i, before[v.Name][i], got)
 			}
 		}
+	}
+}
+
+// TestDescribeWhenNothingFits: with no candidate under the budget, the
+// report does not call the smallest one a choice.
+func TestDescribeWhenNothingFits(t *testing.T) {
+	none := []train.Candidate{{Accumulate: 4, MicroBatch: 8, Precision: "float32", Peak: 2 << 20}, {Accumulate: 1, MicroBatch: 32, Precision: "float32", Peak: 4 << 20}}
+	if got := train.Describe(none); strings.Contains(got, "chose") || !strings.Contains(got, "no plan that fits") || strings.Count(got, "does not fit") != 2 {
+		t.Errorf("Describe with nothing that fits:\n%s", got)
+	}
+	some := []train.Candidate{{Accumulate: 1, MicroBatch: 32, Precision: "float32", Peak: 1 << 20, Fits: true}, none[0]}
+	if got := train.Describe(some); !strings.HasPrefix(got, "fit-to-budget chose: 1 x micro-batch 32") || !strings.Contains(got, "rejected: 4 x micro-batch 8") {
+		t.Errorf("Describe with a choice:\n%s", got)
 	}
 }
