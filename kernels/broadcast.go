@@ -117,9 +117,7 @@ func Where[T any](dst []T, cond []uint8, a, b []T, shape, cStrides, aStrides, bS
 		if cond[0] != 0 {
 			src = a
 		}
-		if &src[0] != &dst[0] {
-			copy(dst, src)
-		}
+		copy(dst, src) // memmove returns at once when dst is src
 		return dst
 	}
 	w := newWalk(shape, 4, [maxOps][]int{nil, cStrides, aStrides, bStrides})
