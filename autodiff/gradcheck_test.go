@@ -1,6 +1,7 @@
 package autodiff_test
 
 import (
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -213,7 +214,7 @@ func newGradRun(t *testing.T, c gradCase, seed uint64, keep func(*graph.Node) bo
 			r.SetFloat64At(i, rng.NormFloat64())
 		}
 		loss := graph.ReduceSum(graph.Mul(out, g.Constant(r)))
-		opt := compile.Options{Outputs: []compile.Output{{Name: "loss", Node: loss}}}
+		opt := compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "loss", Node: loss}}}
 		for i, gr := range autodiff.GradWith(loss, autodiff.Options{Keep: keep}, xs...) {
 			opt.Outputs = append(opt.Outputs, compile.Output{Name: "grad" + string(rune('a'+i)), Node: gr, Grad: true})
 		}
@@ -222,7 +223,7 @@ func newGradRun(t *testing.T, c gradCase, seed uint64, keep func(*graph.Node) bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &gradRun{t: t, e: runtime.NewCPU(0)}
+	r := &gradRun{t: t, e: cpu.NewEngine(0, 0)}
 	if r.x, err = r.e.Load(prog); err != nil {
 		r.e.Close()
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package compile
 
 import (
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -47,7 +46,7 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 	}
 	a.fused = &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{}}
 	if !opt.DisableFusion {
-		a.fused = fuse(g, live, konst, a.output, a.assignOf)
+		a.fused = fuse(g, live, konst, a.output, a.assignOf, opt.Target)
 	}
 	for _, c := range g.Nodes() {
 		if !live[c.ID()] || a.fused.absorbed[c.ID()] {
@@ -178,13 +177,8 @@ func (a *assigner) newBuf(n *graph.Node, kind BufferKind, cat mem.Category) *Buf
 // workspace returns a buffer for the scratch memory n's instruction needs,
 // or -1. It lives in the arena for that one instruction.
 func (a *assigner) workspace(n *graph.Node) int {
-	var size int64
-	if grp := a.fused.groups[n.ID()]; grp != nil {
-		size = int64(grp.program(a.opt.Threads).ScratchElems() * n.DType().Size())
-	} else {
-		it := lowerNode(n, 0, nil)
-		size = workspaceBytes(&it)
-	}
+	it := a.instr(n, nil)
+	size := a.opt.Target.Lower(&it)
 	if size == 0 {
 		return -1
 	}
@@ -322,9 +316,29 @@ func (a *assigner) plan() *Plan {
 	return newPlan(bufs, arena, len(a.emit))
 }
 
+// instr returns n's instruction, reading the buffers ins (nil while
+// sizing workspace): a fused chain's root runs its chain, a relu gradient
+// that absorbed a pool gradient runs the pool gradient with ReluMask.
+func (a *assigner) instr(n *graph.Node, ins []int) Instr {
+	out := 0
+	if ins != nil {
+		out = a.nodeBuf[n.ID()]
+	}
+	if grp := a.fused.groups[n.ID()]; grp != nil {
+		return Instr{Op: graph.OpFused, Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
+			InDType: n.DType(), Out: out, In: ins, Shape: n.Shape(), Fused: grp.program()}
+	}
+	if p := a.fused.poolRelu[n.ID()]; p != nil {
+		it := lowerNode(p, out, ins)
+		it.Node, it.Owner, it.Site, it.ReluMask = n.ID(), n.Owner(), n.Site(), true
+		return it
+	}
+	return lowerNode(n, out, ins)
+}
+
 // lower emits the instructions over the final buffer table.
-func (a *assigner) lower() []exec.Instr {
-	out := make([]exec.Instr, 0, len(a.emit))
+func (a *assigner) lower() []Instr {
+	out := make([]Instr, 0, len(a.emit))
 	at := make(map[int]int, len(a.emit)) // node id -> instruction index
 	for i, e := range a.emit {
 		at[e.node.ID()] = i
@@ -334,7 +348,7 @@ func (a *assigner) lower() []exec.Instr {
 		if e.copy {
 			v, x := n.Inputs()[0], n.Inputs()[1]
 			vb := a.nodeBuf[v.ID()]
-			out = append(out, exec.Instr{Op: graph.OpAssign, Node: n.ID(), Owner: n.Owner(), Site: n.Site(),
+			out = append(out, Instr{Op: graph.OpAssign, Node: n.ID(), Owner: n.Owner(), Site: n.Site(),
 				DType: n.DType(), InDType: n.DType(), Out: vb, In: []int{vb, a.nodeBuf[x.ID()]}, Shape: n.Shape()})
 			continue
 		}
@@ -343,19 +357,11 @@ func (a *assigner) lower() []exec.Instr {
 		for i, x := range in {
 			ins[i] = a.nodeBuf[x.ID()]
 		}
-		var it exec.Instr
+		it := a.instr(n, ins)
 		if n.Op() == graph.OpAllReduceWait {
-			it = lowerNode(n, a.nodeBuf[n.ID()], ins)
 			it.Pair = at[n.Inputs()[0].ID()]
-		} else if grp := a.fused.groups[n.ID()]; grp != nil {
-			it = exec.Instr{Op: graph.OpFused, Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
-				InDType: n.DType(), Out: a.nodeBuf[n.ID()], In: ins, Shape: n.Shape(), Fused: grp.program(a.opt.Threads)}
-		} else if p := a.fused.poolRelu[n.ID()]; p != nil {
-			it = lowerNode(p, a.nodeBuf[n.ID()], ins)
-			it.Node, it.Owner, it.Site, it.ReluMask = n.ID(), n.Owner(), n.Site(), true
-		} else {
-			it = lowerNode(n, a.nodeBuf[n.ID()], ins)
 		}
+		a.opt.Target.Lower(&it)
 		it.Work = e.work
 		out = append(out, it)
 	}

@@ -2,14 +2,13 @@ package compile
 
 import (
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
 // fusion is the result of the fusion pass: chains (trees) of elementwise
 // ops over one shape, whose intermediate values have a single reader, run
 // as one instruction that streams through memory in chunks (see
-// exec.Fused). Intermediates get no buffer at all. This is XLA's loop
+// Fused). Intermediates get no buffer at all. This is XLA's loop
 // fusion restricted to elementwise producers with one consumer, as
 // TVM's and TorchInductor's pointwise fusion.
 type fusion struct {
@@ -27,7 +26,7 @@ type fusion struct {
 type group struct {
 	members []*graph.Node // id order; the root is last
 	leaves  []*graph.Node // inputs from outside the group, in first-use order
-	kinds   []exec.FusedLeaf
+	kinds   []FusedLeaf
 }
 
 // fusable reports whether n is an elementwise op the fused instruction
@@ -57,12 +56,12 @@ func fusable(n *graph.Node) bool {
 }
 
 // leafKind says how an input of shape in is read by an output of shape out.
-func leafKind(in, out tensor.Shape) (exec.FusedLeaf, bool) {
+func leafKind(in, out tensor.Shape) (FusedLeaf, bool) {
 	switch {
 	case in.Size() == out.Size():
-		return exec.FusedLeaf{Kind: exec.LeafFull}, true
+		return FusedLeaf{Kind: LeafFull}, true
 	case in.Size() == 1:
-		return exec.FusedLeaf{Kind: exec.LeafScalar}, true
+		return FusedLeaf{Kind: LeafScalar}, true
 	}
 	// periodic: in is out's trailing axes, with only 1s before them
 	k := len(out) - len(in) // out axis of in's axis 0
@@ -74,19 +73,19 @@ func leafKind(in, out tensor.Shape) (exec.FusedLeaf, bool) {
 		case d == 1 && first < 0:
 		case d == out[k+i] && first >= 0:
 		default:
-			return exec.FusedLeaf{}, false
+			return FusedLeaf{}, false
 		}
 	}
 	if first < 0 {
-		return exec.FusedLeaf{}, false
+		return FusedLeaf{}, false
 	}
-	return exec.FusedLeaf{Kind: exec.LeafPeriodic, Period: tensor.Shape(out[k+first:]).Size()}, true
+	return FusedLeaf{Kind: LeafPeriodic, Period: tensor.Shape(out[k+first:]).Size()}, true
 }
 
 // fuse finds the groups. A node joins its reader's group when both are
 // fusable, it has that one reader, the same shape and dtype, and it is
 // neither an output nor the value of an Assign (those need buffers).
-func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bool, assignOf map[int]*graph.Node) *fusion {
+func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bool, assignOf map[int]*graph.Node, t Target) *fusion {
 	f := &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{}}
 	readers := make([]int, g.Len())
 	for _, c := range g.Nodes() {
@@ -127,7 +126,7 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 		return fusable(u) && u.DType() == root.DType() && u.Shape().Equal(root.Shape())
 	}
 	nodes := g.Nodes()
-	for id := len(nodes) - 1; id >= 0; id-- {
+	for id := len(nodes) - 1; id >= 0 && t.Fuses(FuseElementwise); id-- {
 		root := nodes[id]
 		if !live[id] || f.absorbed[id] || !fusable(root) {
 			continue
@@ -170,7 +169,7 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 				seenLeaf[in.ID()] = true
 				k, _ := leafKind(in.Shape(), root.Shape())
 				if in.DType() == tensor.Bool {
-					k = exec.FusedLeaf{Kind: exec.LeafCond}
+					k = FusedLeaf{Kind: LeafCond}
 				}
 				grp.leaves = append(grp.leaves, in)
 				grp.kinds = append(grp.kinds, k)
@@ -179,6 +178,9 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 		f.groups[id] = grp
 	}
 	for id, r := range nodes {
+		if !t.Fuses(FusePoolReluGrad) {
+			break
+		}
 		if !live[id] || f.absorbed[id] || f.groups[id] != nil || r.Op() != graph.OpReluGrad {
 			continue
 		}
@@ -209,19 +211,15 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 
 // program returns the fused chain of grp: one step per member, registers
 // for the intermediates, the root writing the output.
-// threads is how many threads a large chain is split over (each needs its
-// own registers in the workspace).
-func (grp *group) program(threads int) *exec.Fused {
+// The Target completes it (Target.Lower: chunk and threads).
+func (grp *group) program() *Fused {
 	reg := map[int]int{}
 	leaf := map[int]int{}
 	for i, l := range grp.leaves {
 		leaf[l.ID()] = i
 	}
 	root := grp.members[len(grp.members)-1]
-	f := &exec.Fused{Leaves: grp.kinds, Chunk: max(1, min(exec.FusedChunk, root.Shape().Size())), Threads: 1}
-	if root.Shape().Size() >= exec.ParallelMin {
-		f.Threads = max(1, threads)
-	}
+	f := &Fused{Leaves: grp.kinds}
 	operand := func(n *graph.Node) int {
 		if r, ok := reg[n.ID()]; ok {
 			return r
@@ -229,7 +227,7 @@ func (grp *group) program(threads int) *exec.Fused {
 		return -leaf[n.ID()] - 1
 	}
 	for _, m := range grp.members {
-		s := exec.FusedStep{Op: m.Op(), Dst: -1, OwnerID: m.ID()}
+		s := FusedStep{Op: m.Op(), Dst: -1, OwnerID: m.ID()}
 		s.A = operand(m.Inputs()[0])
 		if len(m.Inputs()) > 1 {
 			s.B = operand(m.Inputs()[1])

@@ -2,18 +2,16 @@ package compile
 
 import (
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
-	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
 // lowerNode returns the instruction that computes n into buffer out from
 // the buffers ins of its inputs, with every size and stride precomputed.
-func lowerNode(n *graph.Node, out int, ins []int) exec.Instr {
+func lowerNode(n *graph.Node, out int, ins []int) Instr {
 	in := n.Inputs()
 	x := in[0]
 	s := n.Shape()
-	it := exec.Instr{Op: n.Op(), Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
+	it := Instr{Op: n.Op(), Node: n.ID(), Owner: n.Owner(), Site: n.Site(), DType: n.DType(),
 		InDType: x.DType(), Out: out, In: ins, Shape: s, Work: -1}
 	at := n.Attr()
 	it.BF16 = at.BF16
@@ -22,13 +20,13 @@ func lowerNode(n *graph.Node, out int, ins []int) exec.Instr {
 		a, b := in[0].Shape(), in[1].Shape()
 		switch {
 		case a.Equal(s) && b.Equal(s):
-			it.Path = exec.PathSame
+			it.Path = PathSame
 		case a.Size() == s.Size() && b.Size() == 1:
-			it.Path = exec.PathScalarRight
+			it.Path = PathScalarRight
 		case a.Size() == 1 && b.Size() == s.Size():
-			it.Path = exec.PathScalarLeft
+			it.Path = PathScalarLeft
 		default:
-			it.Path = exec.PathBroadcast
+			it.Path = PathBroadcast
 		}
 		it.AStrides, it.BStrides = tensor.BroadcastStrides(a, s), tensor.BroadcastStrides(b, s)
 	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual:
@@ -104,22 +102,4 @@ func lowerNode(n *graph.Node, out int, ins []int) exec.Instr {
 }
 
 // geom is the window geometry over an NHWC input of shape in.
-func geom(in tensor.Shape, at *graph.Attr) kernels.ConvGeom {
-	return kernels.NewConvGeom(in[0], in[1], in[2], in[3], at.Window[0], at.Window[1], at.Strides[0], at.Strides[1], at.Same)
-}
-
-// ConvWorkspaceLimit bounds the im2col workspace of one convolution: the
-// kernel lowers as many images at a time as fit (at least one).
-const ConvWorkspaceLimit = 8 << 20
-
-// workspaceBytes returns the scratch bytes an instruction needs while it
-// runs; the planner gives it an arena buffer that lives for that
-// instruction only.
-func workspaceBytes(it *exec.Instr) int64 {
-	if !it.NeedsWork() {
-		return 0
-	}
-	per := int64(it.Geom.Im2ColSize(1) * it.DType.Size())
-	images := max(1, min(int64(it.Geom.N), ConvWorkspaceLimit/max(per, 1)))
-	return int64(it.Geom.Im2ColSize(int(images)) * it.DType.Size())
-}
+func geom(in tensor.Shape, at *graph.Attr) Window { return NewWindow(in, at) }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -116,7 +115,7 @@ func collective(op graph.Op) bool {
 
 // fold evaluates, in id order, every live node whose inputs are all
 // constants, using the same instructions the runtime runs.
-func fold(g *graph.Graph, live []bool) (map[int]constant, error) {
+func fold(g *graph.Graph, live []bool, t Target) (map[int]constant, error) {
 	konst := constants(g, live)
 	for _, n := range g.Nodes() {
 		if !live[n.ID()] || n.Op().Class() == graph.ClassLeaf || n.Op() == graph.OpAssign || len(n.Inputs()) == 0 || collective(n.Op()) {
@@ -134,8 +133,8 @@ func fold(g *graph.Graph, live []bool) (map[int]constant, error) {
 		if !all || (n.Shape().Size() > foldLimit && n.Bytes() > inBytes) {
 			continue
 		}
-		if it := lowerNode(n, 0, nil); it.NeedsWork() {
-			continue
+		if it := lowerNode(n, 0, nil); t.Lower(&it) > 0 {
+			continue // needs workspace: left to the step
 		}
 		out := tensor.New(n.DType(), n.Shape())
 		if n.Op() == graph.OpReshape {
@@ -148,8 +147,8 @@ func fold(g *graph.Graph, live []bool) (map[int]constant, error) {
 				bufs = append(bufs, konst[in.ID()].value.Bytes())
 			}
 			ins := lowerNode(n, 0, ids)
-			b := exec.Bind(&ins, bufs)
-			if err := b.Run(); err != nil {
+			t.Lower(&ins)
+			if err := t.Evaluate(&ins, bufs); err != nil {
 				return nil, fmt.Errorf("compile: folding constants: %w", err)
 			}
 		}

@@ -19,10 +19,14 @@ const (
 	KindVariable                   // persistent state shared by programs
 	KindConstant                   // a value known at compile time
 	KindOutput                     // a value kept readable after the step
+	// KindScratch is the Target's persistent scratch (the host's
+	// matrix-product packing buffers, one set per thread): one buffer per
+	// engine, shared by every program on it, as large as the largest need.
+	KindScratch
 )
 
 func (k BufferKind) String() string {
-	return [...]string{"arena", "input", "variable", "constant", "output"}[k]
+	return [...]string{"arena", "input", "variable", "constant", "output", "scratch"}[k]
 }
 
 // Buffer is one planned buffer. Nodes that share it (views, in-place
@@ -60,6 +64,19 @@ type Plan struct {
 	ArenaShare [mem.NumCategories]int64
 	Totals     [mem.NumCategories]int64
 	Peak       int64
+	// Scratch is the bytes of the Target's persistent scratch the program
+	// needs (its KindScratch buffer; counted in Peak and as workspace).
+	Scratch int64
+}
+
+// addScratch adds the Target's persistent scratch of bytes (> 0) to p.
+func (p *Plan) addScratch(target string, bytes int64) {
+	b := Buffer{ID: len(p.Buffers), Kind: KindScratch, Category: mem.Workspace, Name: "scratch:" + target,
+		Owner: target + "/scratch", DType: tensor.Uint8, Shape: tensor.Shape{int(bytes)}, Bytes: mem.Align(bytes), Offset: -1}
+	p.Buffers = append(p.Buffers, b)
+	p.Scratch = b.Bytes
+	p.Totals[mem.Workspace] += b.Bytes
+	p.Peak += b.Bytes
 }
 
 func newPlan(bufs []Buffer, arena []int, ninstr int) *Plan {

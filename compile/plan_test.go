@@ -2,13 +2,13 @@ package compile_test
 
 import (
 	"fmt"
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autodiff"
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
 	"github.com/headroom-ml/headroom/internal/testutil"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -18,7 +18,7 @@ import (
 func sgdStep(g *graph.Graph, loss *graph.Node, params []*graph.Node, lr float64) compile.Options {
 	grads := autodiff.Grad(loss, params...)
 	g.SetPhase(graph.Update)
-	opt := compile.Options{Outputs: []compile.Output{{Name: "loss", Node: loss}}}
+	opt := compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "loss", Node: loss}}}
 	for i, p := range params {
 		graph.Assign(p, graph.Sub(p, graph.MulScalar(grads[i], lr)))
 		opt.Outputs = append(opt.Outputs, compile.Output{Name: "grad:" + p.Attr().Name, Node: grads[i], Grad: true})
@@ -110,7 +110,7 @@ func elementwiseChain() (*graph.Graph, compile.Options) {
 	h = graph.AddScalar(h, 1)
 	h = graph.Sqrt(h)
 	h = graph.Neg(h)
-	return g, compile.Options{Outputs: []compile.Output{{Name: "sum", Node: graph.ReduceSum(h)}}}
+	return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "sum", Node: graph.ReduceSum(h)}}}
 }
 
 func TestPlanGolden(t *testing.T) {
@@ -210,5 +210,3 @@ func TestAssignWritesInPlace(t *testing.T) {
 		t.Errorf("without in-place reuse, %d assign copies, want 4", copies)
 	}
 }
-
-var _ = exec.PathSame

@@ -1,6 +1,7 @@
 package compile_test
 
 import (
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autodiff"
@@ -21,7 +22,7 @@ func poolReluStep() (*graph.Graph, compile.Options) {
 	p := graph.MaxPool2D(y, [2]int{2, 2}, [2]int{2, 2}, false)
 	loss := graph.ReduceSum(p, 0, 1, 2, 3)
 	dw := autodiff.Grad(loss, w)[0]
-	return g, compile.Options{Outputs: []compile.Output{{Name: "loss", Node: loss}, {Name: "dw", Node: dw, Grad: true}}}
+	return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "loss", Node: loss}, {Name: "dw", Node: dw, Grad: true}}}
 }
 
 // TestPoolReluGradFuses: the relu's gradient after the pool's runs as one

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
 	"github.com/headroom-ml/headroom/mem"
 )
 
@@ -29,9 +28,11 @@ type Options struct {
 	// the update in the same step): the plan counts them as grad, not
 	// workspace.
 	Grads []*graph.Node
-	// Threads is how many threads large fused chains are planned to run on
-	// (0 or 1: one).
-	Threads        int
+	// Target is the backend the program will run on (backend/cpu.New for
+	// the host): compile asks it what it fuses, how much workspace each
+	// instruction needs and what scratch its kernels hold, and folds
+	// constants with it. It is required.
+	Target         Target
 	DisableInPlace bool // for tests and comparisons
 	DisableFolding bool
 	DisableFusion  bool
@@ -50,7 +51,7 @@ type Program struct {
 	Name      string
 	Graph     *graph.Graph
 	Plan      *Plan
-	Instrs    []exec.Instr
+	Instrs    []Instr
 	Inputs    []Slot // one per graph Input
 	Variables []Slot // variables the step reads or assigns
 	Outputs   []Slot
@@ -86,6 +87,9 @@ func Compile(g *graph.Graph, opt Options) (p *Program, err error) {
 	if opt.Name == "" {
 		opt.Name = "step"
 	}
+	if opt.Target == nil {
+		return nil, errors.New("compile: no Target (backend/cpu.New is the host's)")
+	}
 	for _, o := range opt.Outputs {
 		if o.Node == nil || o.Node.Graph() != g {
 			return nil, fmt.Errorf("compile: output %q is not a node of this graph", o.Name)
@@ -105,7 +109,7 @@ func Compile(g *graph.Graph, opt Options) (p *Program, err error) {
 	}
 	var konst map[int]constant
 	if !opt.DisableFolding {
-		konst, err = fold(g, live)
+		konst, err = fold(g, live, opt.Target)
 		if err != nil {
 			return nil, err
 		}
@@ -117,6 +121,9 @@ func Compile(g *graph.Graph, opt Options) (p *Program, err error) {
 	plan := a.plan()
 	prog := &Program{Name: opt.Name, Graph: g, Plan: plan}
 	prog.Instrs = a.lower()
+	if s := opt.Target.Scratch(prog.Instrs); s > 0 {
+		plan.addScratch(opt.Target.Name(), s)
+	}
 	for _, n := range g.InputNodes() {
 		prog.Inputs = append(prog.Inputs, Slot{Name: n.Attr().Name, Buffer: a.nodeBuf[n.ID()], Node: n})
 	}

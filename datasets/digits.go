@@ -11,7 +11,6 @@ import (
 
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/tensor"
-	"github.com/headroom-ml/headroom/train"
 )
 
 //go:embed digits.csv.gz
@@ -22,7 +21,7 @@ const DigitsTest = 360
 
 // Digits returns the embedded digits, shuffled once with a fixed seed and
 // split into 1,437 training and 360 test examples, as 8x8x1 images.
-func Digits() (trainSet, testSet *train.Examples, err error) {
+func Digits() (trainSet, testSet *data.Examples, err error) {
 	zr, err := gzip.NewReader(bytes.NewReader(digitsGz))
 	if err != nil {
 		return nil, nil, fmt.Errorf("datasets: embedded digits.csv.gz: %w", err)
@@ -34,7 +33,7 @@ func Digits() (trainSet, testSet *train.Examples, err error) {
 	// A fixed permutation, so the held-out 20% is the same in every run
 	// and the classes are mixed in both parts.
 	perm := rand.New(rand.NewPCG(1998, 8)).Perm(all.N)
-	shuffled := &train.Examples{Name: all.Name, Shape: all.Shape, N: all.N, Scale: all.Scale, Classes: all.Classes,
+	shuffled := &data.Examples{Name: all.Name, Shape: all.Shape, N: all.N, Scale: all.Scale, Classes: all.Classes,
 		Pixels: make([]uint8, len(all.Pixels)), Labels: make([]int32, all.N)}
 	for i, j := range perm {
 		copy(shuffled.Pixels[i*64:(i+1)*64], all.Pixels[j*64:(j+1)*64])
@@ -47,8 +46,8 @@ func Digits() (trainSet, testSet *train.Examples, err error) {
 // ParseDigits reads rows of 64 pixel values (0..16) and a label (0..9),
 // comma separated. name is used in errors, which give the line and the
 // byte offset of the bad field.
-func ParseDigits(r io.Reader, name string) (*train.Examples, error) {
-	e := &train.Examples{Name: "digits", Shape: tensor.Shape{8, 8, 1}, Scale: 1.0 / 16, Classes: 10}
+func ParseDigits(r io.Reader, name string) (*data.Examples, error) {
+	e := &data.Examples{Name: "digits", Shape: tensor.Shape{8, 8, 1}, Scale: 1.0 / 16, Classes: 10}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var off int64
 	for line := 1; ; line++ {
@@ -76,7 +75,7 @@ func ParseDigits(r io.Reader, name string) (*train.Examples, error) {
 	return e, nil
 }
 
-func parseDigitsRow(e *train.Examples, row []byte, name string, off int64, line int) error {
+func parseDigitsRow(e *data.Examples, row []byte, name string, off int64, line int) error {
 	row = bytes.TrimRight(row, "\r\n")
 	if len(row) == 0 {
 		return nil // blank line

@@ -10,7 +10,6 @@ import (
 
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/tensor"
-	"github.com/headroom-ml/headroom/train"
 )
 
 // FashionMNISTDir is where Debian's dataset-fashion-mnist installs the files.
@@ -19,7 +18,7 @@ const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
 // FashionMNIST reads the training (60,000) and test (10,000) images and
 // labels from dir's gzipped IDX files (train-images-idx3-ubyte.gz, ...), as
 // 28x28x1 images.
-func FashionMNIST(dir string) (trainSet, testSet *train.Examples, err error) {
+func FashionMNIST(dir string) (trainSet, testSet *data.Examples, err error) {
 	if dir == "" {
 		dir = FashionMNISTDir
 	}
@@ -32,7 +31,7 @@ func FashionMNIST(dir string) (trainSet, testSet *train.Examples, err error) {
 	return trainSet, testSet, nil
 }
 
-func readIDXPair(dir, prefix, name string) (*train.Examples, error) {
+func readIDXPair(dir, prefix, name string) (*data.Examples, error) {
 	images := filepath.Join(dir, prefix+"-images-idx3-ubyte.gz")
 	labels := filepath.Join(dir, prefix+"-labels-idx1-ubyte.gz")
 	for _, p := range []string{images, labels} {
@@ -40,7 +39,7 @@ func readIDXPair(dir, prefix, name string) (*train.Examples, error) {
 			return nil, fmt.Errorf("datasets: Fashion-MNIST file %s not found: install Debian's package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or give --data-dir", p)
 		}
 	}
-	e := &train.Examples{Name: name, Shape: tensor.Shape{28, 28, 1}, Scale: 1.0 / 255, Classes: 10}
+	e := &data.Examples{Name: name, Shape: tensor.Shape{28, 28, 1}, Scale: 1.0 / 255, Classes: 10}
 	for s, err := range data.IDX(images, labels).All(context.Background(), data.Config{Name: "load:" + name}) {
 		if err != nil {
 			return nil, fmt.Errorf("datasets: %w", err)

@@ -3,22 +3,22 @@ package datasets
 import (
 	"math/rand/v2"
 
+	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/tensor"
-	"github.com/headroom-ml/headroom/train"
 )
 
 // Synthetic returns the peers' synthetic workload: n training and nTest
 // test examples of shape, features N(0,1) float32, labelled by the argmax
 // of a fixed random linear teacher over `classes` outputs (peers/common.py's
 // make_data; the same distribution, drawn by Go's generator).
-func Synthetic(shape tensor.Shape, n, nTest, classes int, seed uint64) (trainSet, testSet *train.Examples) {
+func Synthetic(shape tensor.Shape, n, nTest, classes int, seed uint64) (trainSet, testSet *data.Examples) {
 	d := shape.Size()
 	rng := rand.New(rand.NewPCG(seed, 0x7eac4e5))
 	w := make([]float32, d*classes)
 	for i := range w {
 		w[i] = float32(rng.NormFloat64())
 	}
-	all := &train.Examples{Name: "synthetic", Shape: shape, N: n + nTest, Classes: classes,
+	all := &data.Examples{Name: "synthetic", Shape: shape, N: n + nTest, Classes: classes,
 		Floats: make([]float32, (n+nTest)*d), Labels: make([]int32, n+nTest)}
 	scores := make([]float32, classes)
 	for i := 0; i < all.N; i++ {

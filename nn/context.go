@@ -22,15 +22,47 @@ type Context struct {
 	// Updates are assignments a training step must make besides the
 	// optimizer's (BatchNormalization's moving statistics): variable, value.
 	Updates [][2]*graph.Node
-	// Outputs lists each layer's output in order (Sequential.Forward
-	// records them): the natural checkpoints for rematerialization.
-	Outputs []*graph.Node
+	// Boundaries lists each layer's output in the order layers were
+	// called (Call, Boundary), for every kind of model: the natural
+	// checkpoints for recomputation.
+	Boundaries []*graph.Node
 	// Storage, when Float16 or BFloat16, is the mixed-precision policy:
-	// each layer's output but the last is kept as a 16-bit copy that the
-	// next layer reads through an up-cast; Low maps a float32 value to its
+	// each layer's output but a model output is kept as a 16-bit copy that
+	// later layers read through an up-cast; Low maps a float32 value to its
 	// 16-bit copy, for the backward pass to read instead of the value.
 	Storage tensor.DType
 	Low     map[*graph.Node]*graph.Node
+}
+
+// Call builds layer l over x and records its output as a layer boundary
+// (see Boundary); it returns what later layers read. Models call their
+// layers through it, so that recomputation and 16-bit storage reach every
+// layer of any graph, not only a stack.
+func (c *Context) Call(l Layer, x *graph.Node) *graph.Node {
+	return c.Boundary(l.Name(), l.Forward(c, x), true)
+}
+
+// Boundary records out, the output of the layer named name, as a layer
+// boundary: a value recomputation may keep while it recomputes the rest.
+// When store is set and Storage is a 16-bit type, a float32 out is kept for
+// the backward pass as a 16-bit copy, and what later layers read (the
+// value returned) is its up-cast, as Keras' mixed precision policies
+// compute; a model's outputs (the logits) are recorded with store unset
+// and stay float32.
+func (c *Context) Boundary(name string, out *graph.Node, store bool) *graph.Node {
+	c.Boundaries = append(c.Boundaries, out)
+	low := c.Storage
+	if !store || (low != tensor.BFloat16 && low != tensor.Float16) || out.DType() != tensor.Float32 {
+		return out
+	}
+	c.G.PushScope(name)
+	defer c.G.PopScope()
+	xs := graph.Cast(out, low)
+	if c.Low == nil {
+		c.Low = map[*graph.Node]*graph.Node{}
+	}
+	c.Low[out] = xs
+	return graph.Cast(xs, tensor.Float32)
 }
 
 // NewContext returns a context for building into g.

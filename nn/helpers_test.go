@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"testing"
 
@@ -20,7 +21,7 @@ type engine struct {
 
 func newEngine(t *testing.T) *engine {
 	t.Helper()
-	e := runtime.NewCPU(0)
+	e := cpu.NewEngine(0, 0)
 	t.Cleanup(e.Close)
 	return &engine{t: t, e: e}
 }
@@ -116,7 +117,7 @@ func (en *engine) setVariable(name string, vals []float64) {
 
 // outputs returns compile options with the given named outputs.
 func outputs(name string, nodes ...any) compile.Options {
-	opt := compile.Options{Name: name}
+	opt := compile.Options{Target: cpu.New(0), Name: name}
 	for i := 0; i+1 < len(nodes); i += 2 {
 		opt.Outputs = append(opt.Outputs, compile.Output{Name: nodes[i].(string), Node: nodes[i+1].(*graph.Node)})
 	}

@@ -2,6 +2,7 @@ package optim_test
 
 import (
 	"fmt"
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"testing"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/internal/testutil"
 	"github.com/headroom-ml/headroom/optim"
-	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -40,7 +40,7 @@ func clippedGrads(t *testing.T, clip float64) []float64 {
 		g := graph.New()
 		params := []*graph.Node{g.Param("w1", tensor.Float64, shapes[0]), g.Param("w2", tensor.Float64, shapes[1])}
 		grads := optim.ClipByGlobalNorm(autodiff.Grad(quadratic(g, params), params...), clip)
-		opt := compile.Options{Name: "clip"}
+		opt := compile.Options{Target: cpu.New(0), Name: "clip"}
 		for i, gr := range grads {
 			opt.Outputs = append(opt.Outputs, compile.Output{Name: fmt.Sprint("g", i), Node: gr, Grad: true})
 		}
@@ -49,7 +49,7 @@ func clippedGrads(t *testing.T, clip float64) []float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := runtime.NewCPU(0)
+	e := cpu.NewEngine(0, 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {
@@ -154,12 +154,12 @@ func TestClipByGlobalNormZero(t *testing.T) {
 		g := graph.New()
 		v := g.Param("g", tensor.Float64, tensor.Shape{4})
 		out := optim.ClipByGlobalNorm([]*graph.Node{graph.AddScalar(v, 0)}, 1)[0]
-		return g, compile.Options{Name: "clip", Outputs: []compile.Output{{Name: "out", Node: out}}}
+		return g, compile.Options{Target: cpu.New(0), Name: "clip", Outputs: []compile.Output{{Name: "out", Node: out}}}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := runtime.NewCPU(0)
+	e := cpu.NewEngine(0, 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {

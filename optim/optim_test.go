@@ -1,6 +1,7 @@
 package optim_test
 
 import (
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"strings"
 	"testing"
@@ -94,12 +95,12 @@ func newStepper(t *testing.T, opt optim.Optimizer, oneByOne bool, clip float64) 
 		} else {
 			opt.Apply(g, params, grads)
 		}
-		return g, compile.Options{Name: "train", Grads: grads, Outputs: []compile.Output{{Name: "loss", Node: loss}}}
+		return g, compile.Options{Target: cpu.New(0), Name: "train", Grads: grads, Outputs: []compile.Output{{Name: "loss", Node: loss}}}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := runtime.NewCPU(0)
+	e := cpu.NewEngine(0, 0)
 	x, err := e.Load(p)
 	if err != nil {
 		e.Close()

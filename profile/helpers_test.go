@@ -1,6 +1,8 @@
 package profile
 
 import (
+	"github.com/headroom-ml/headroom/backend/cpu"
+	"github.com/headroom-ml/headroom/data"
 	"math/rand/v2"
 	"testing"
 
@@ -40,7 +42,7 @@ func mlpProgram(t testing.TB) *compile.Program {
 			graph.Assign(p, graph.Sub(p, graph.MulScalar(grads[i], 0.1)))
 		}
 		g.PopScope()
-		return g, compile.Options{Name: "mlp", Grads: grads, Outputs: []compile.Output{{Name: "loss", Node: loss}}}
+		return g, compile.Options{Target: cpu.New(0), Name: "mlp", Grads: grads, Outputs: []compile.Output{{Name: "loss", Node: loss}}}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -118,14 +120,14 @@ func testPlans(t testing.TB) []struct {
 }
 
 // blobs returns n examples of 8 features in 4 Gaussian clusters.
-func blobs(seed uint64, n int) *train.Examples {
+func blobs(seed uint64, n int) *data.Examples {
 	const d, c = 8, 4
 	rng := rand.New(rand.NewPCG(seed, 1))
 	centers := make([]float64, c*d)
 	for i := range centers {
 		centers[i] = rng.NormFloat64() * 2
 	}
-	e := &train.Examples{Name: "blobs", Shape: tensor.Shape{d}, N: n, Floats: make([]float32, n*d), Labels: make([]int32, n), Classes: c}
+	e := &data.Examples{Name: "blobs", Shape: tensor.Shape{d}, N: n, Floats: make([]float32, n*d), Labels: make([]int32, n), Classes: c}
 	for i := 0; i < n; i++ {
 		k := rng.IntN(c)
 		e.Labels[i] = int32(k)
@@ -138,7 +140,7 @@ func blobs(seed uint64, n int) *train.Examples {
 
 // trainRun fits a small model for 3 epochs with the given callbacks and
 // returns its training plan and history.
-func trainRun(t testing.TB, callbacks ...train.Callback) (*train.Trainer, *train.History) {
+func trainRun(t testing.TB, callbacks ...train.Callback) (*train.Trainer, *Run) {
 	t.Helper()
 	model := &nn.Sequential{InputShape: tensor.Shape{8}, Layers: []nn.Layer{
 		&nn.Dense{LayerName: "dense", Units: 32, Activation: "relu"},
@@ -155,5 +157,10 @@ func trainRun(t testing.TB, callbacks ...train.Callback) (*train.Trainer, *train
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tr, h
+	r := &Run{Steps: h.Steps, FirstLoss: h.FirstLoss, LastLoss: h.LastLoss, SamplesPerSec: h.SamplesPerSec,
+		TrainSeconds: h.TrainSeconds, MeasuredPeak: h.MeasuredPeak, LedgerGrowth: h.LedgerGrowth, Growth: h.Growth}
+	for _, e := range h.Epochs {
+		r.Epochs = append(r.Epochs, Epoch{Epoch: e.Epoch, Loss: e.Loss, Accuracy: e.Accuracy, ValLoss: e.ValLoss, ValAccuracy: e.ValAccuracy})
+	}
+	return tr, r
 }

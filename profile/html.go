@@ -10,7 +10,6 @@ import (
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
-	"github.com/headroom-ml/headroom/train"
 )
 
 // WriteHTML writes a report of the plan (and, when h is not nil, of the run
@@ -28,7 +27,7 @@ import (
 //   - #layers: bytes by layer (see Layer), at the peak and in all;
 //   - #plan: every buffer (kind, category, bytes, offset, lifetime, owner,
 //     value, site), largest first.
-func WriteHTML(w io.Writer, p *compile.Plan, h *train.History, title string) error {
+func WriteHTML(w io.Writer, p *compile.Plan, h *Run, title string) error {
 	tl, err := newTimeline(p)
 	if err != nil {
 		return err
@@ -151,7 +150,7 @@ func bufferRows(p *compile.Plan) []bufferRow {
 	return rows
 }
 
-func runRows(h *train.History) [][2]string {
+func runRows(h *Run) [][2]string {
 	f := func(v float64) string {
 		if math.IsNaN(v) {
 			return "-"

@@ -12,10 +12,9 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/headroom-ml/headroom/compile"
-	"github.com/headroom-ml/headroom/train"
 )
 
-func writeHTML(t *testing.T, p *compile.Plan, h *train.History, title string) string {
+func writeHTML(t *testing.T, p *compile.Plan, h *Run, title string) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, p, h, title); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
-	"github.com/headroom-ml/headroom/train"
 )
 
 // categoryColors are the fills of the categories in every chart (the
@@ -223,14 +222,14 @@ func siteSuffix(site string) string {
 
 // lossSVG draws the loss (and validation loss, when there is one) per
 // epoch of a run.
-func lossSVG(h *train.History) string {
+func lossSVG(h *Run) string {
 	type series struct {
 		name, class string
-		at          func(e *train.EpochLog) float64
+		at          func(e *Epoch) float64
 	}
 	all := []series{
-		{"loss", "loss", func(e *train.EpochLog) float64 { return e.Loss }},
-		{"val_loss", "val-loss", func(e *train.EpochLog) float64 { return e.ValLoss }},
+		{"loss", "loss", func(e *Epoch) float64 { return e.Loss }},
+		{"val_loss", "val-loss", func(e *Epoch) float64 { return e.ValLoss }},
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	first, last := math.Inf(1), math.Inf(-1)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/headroom-ml/headroom/compile"
-	"github.com/headroom-ml/headroom/train"
 )
 
 // The files WriteAll writes.
@@ -22,7 +21,7 @@ const (
 // run h, which may be nil) into dir, creating it if needed. Each file is
 // written to a temporary name and renamed, so a failed export leaves no
 // half-written file.
-func WriteAll(dir string, p *compile.Plan, h *train.History, name string) error {
+func WriteAll(dir string, p *compile.Plan, h *Run, name string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}

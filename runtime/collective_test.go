@@ -1,13 +1,13 @@
 package runtime_test
 
 import (
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
@@ -30,7 +30,7 @@ func (c *twoRanks) AllReduceSum(buf []byte, dt tensor.DType) error {
 }
 func (c *twoRanks) ReduceScatterSum(send, recv []byte, dt tensor.DType) error { return nil }
 func (c *twoRanks) AllGather(send, recv []byte) error                         { return nil }
-func (c *twoRanks) Start(buf []byte, dt tensor.DType) (exec.Request, error) {
+func (c *twoRanks) Start(buf []byte, dt tensor.DType) (runtime.Request, error) {
 	c.mu.Lock()
 	c.inFlight++
 	c.started++
@@ -60,13 +60,13 @@ func addOne(buf []byte) {
 
 // loadOn compiles build and loads it on a fresh CPU engine with comm (nil:
 // one process); the executable and the engine close with the test.
-func loadOn(t *testing.T, comm exec.Collective, build func() (*graph.Graph, compile.Options)) *runtime.Executable {
+func loadOn(t *testing.T, comm runtime.Collective, build func() (*graph.Graph, compile.Options)) *runtime.Executable {
 	t.Helper()
 	p, err := compile.Build(build)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := runtime.NewCPU(0)
+	e := cpu.NewEngine(0, 0)
 	t.Cleanup(e.Close)
 	if comm != nil {
 		e.SetCollective(comm)
@@ -89,12 +89,12 @@ func collectiveStep() (*graph.Graph, compile.Options) {
 	s := graph.AllReduceStart(graph.MulScalar(x, 2))
 	loss := graph.ReduceSum(graph.SoftmaxCrossEntropy(x, y))
 	out := graph.Add(graph.AllReduceWait(s), graph.MulScalar(loss, 0))
-	return g, compile.Options{Name: "step", Outputs: []compile.Output{{Name: "out", Node: out}}}
+	return g, compile.Options{Target: cpu.New(0), Name: "step", Outputs: []compile.Output{{Name: "out", Node: out}}}
 }
 
 func TestAllReduceStartWait(t *testing.T) {
 	for _, comm := range []*twoRanks{nil, {}} {
-		var c exec.Collective
+		var c runtime.Collective
 		if comm != nil {
 			c = comm
 		}
@@ -149,7 +149,7 @@ func TestAllReduceStartReadOnlyByItsWait(t *testing.T) {
 				g := graph.New()
 				x := g.Input("x", tensor.Float32, tensor.Shape{4})
 				out := build(g, graph.AllReduceStart(graph.MulScalar(x, 2)))
-				return g, compile.Options{Outputs: []compile.Output{{Name: "out", Node: out}}}
+				return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "out", Node: out}}}
 			})
 			if err == nil || !strings.Contains(err.Error(), "all_reduce_start") {
 				t.Fatalf("got %v, want an error naming the all_reduce_start", err)
@@ -170,7 +170,7 @@ func TestMatMulBF16Policy(t *testing.T) {
 		full := graph.MatMul(a, b)
 		g.SetMatMulBF16(true)
 		low := graph.MatMul(a, b)
-		return g, compile.Options{Outputs: []compile.Output{{Name: "full", Node: full}, {Name: "low", Node: low}}}
+		return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "full", Node: full}, {Name: "low", Node: low}}}
 	})
 	a, _ := x.Input("a")
 	b, _ := x.Input("b")
@@ -210,7 +210,7 @@ func TestHalfCastsInParts(t *testing.T) {
 			g := graph.New()
 			x := g.Input("x", tensor.Float32, tensor.Shape{n})
 			low := graph.Cast(x, dt)
-			return g, compile.Options{Outputs: []compile.Output{{Name: "low", Node: low}, {Name: "back", Node: graph.Cast(low, tensor.Float32)}}}
+			return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "low", Node: low}, {Name: "back", Node: graph.Cast(low, tensor.Float32)}}}
 		})
 		in, _ := x.Input("x")
 		for i := range in.Float32s() {

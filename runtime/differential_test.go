@@ -2,13 +2,13 @@ package runtime_test
 
 import (
 	"fmt"
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -84,7 +84,7 @@ func randomStep(rng *rand.Rand) func() (*graph.Graph, compile.Options) {
 			}
 			pool = append(pool, n)
 		}
-		opt := compile.Options{}
+		opt := compile.Options{Target: cpu.New(0)}
 		for i := 0; i < 3; i++ {
 			opt.Outputs = append(opt.Outputs, compile.Output{Name: fmt.Sprint("out", i), Node: graph.ReduceSum(full(), 1)})
 		}
@@ -110,7 +110,7 @@ func runOnce(t *testing.T, build func() (*graph.Graph, compile.Options), plain b
 	if err := p.Plan.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e := runtime.NewCPU(0)
+	e := cpu.NewEngine(0, 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {

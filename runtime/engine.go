@@ -8,60 +8,127 @@ import (
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
 // Engine owns a device's memory for programs and their shared variables.
 type Engine struct {
-	alloc  *mem.Allocator
-	ledger *mem.Ledger
-	vars   map[string]*Variable
-	order  []string
-	comm   exec.Collective
+	backend Backend
+	alloc   *mem.Allocator
+	ledger  *mem.Ledger
+	host    *mem.Allocator // staging on the host (device backends only)
+	vars    map[string]*Variable
+	order   []string
+	comm    Collective
+	scratch *mem.Buffer   // the backend's persistent scratch (see ReserveScratch)
+	loaded  []*Executable // executables bound to scratch, to rebind if it grows
 }
 
-// SetCollective makes programs loaded from now on run their all-reduce
+// NewEngine returns an engine on backend b's device with a ledger named
+// after the device under budget bytes (<= 0: no budget).
+func NewEngine(b Backend, budget int64) *Engine {
+	l := mem.NewLedger(b.Device().Name(), budget)
+	return New(b, mem.NewAllocator(b.Device(), l, mem.AllocatorOptions{}))
+}
+
+// New returns an engine running on backend b over alloc (memory of b's
+// device), whose charges go to alloc's ledger.
+func New(b Backend, alloc *mem.Allocator) *Engine {
+	return &Engine{backend: b, alloc: alloc, ledger: alloc.Ledger(), vars: map[string]*Variable{}}
+}
+
+// SetCollective makes programs loaded from now on run their collective
 // instructions over c (the processes of a data-parallel run).
-func (e *Engine) SetCollective(c exec.Collective) { e.comm = c }
+func (e *Engine) SetCollective(c Collective) { e.comm = c }
+
+// SetHost makes the engine stage inputs, outputs and variables of a device
+// that is not host-addressable through host memory from alloc (by default
+// a host allocator with a ledger of its own, named "host"). It must be
+// called before the first Load.
+func (e *Engine) SetHost(alloc *mem.Allocator) { e.host = alloc }
+
+// Backend returns the backend the engine runs on.
+func (e *Engine) Backend() Backend { return e.backend }
+
+// Ledger returns the ledger every reservation on the device is charged to.
+func (e *Engine) Ledger() *mem.Ledger { return e.ledger }
+
+// HostLedger returns the ledger host staging is charged to: the device's
+// own when the backend is host-addressable (nothing is staged).
+func (e *Engine) HostLedger() *mem.Ledger {
+	if e.backend.HostAddressable() {
+		return e.ledger
+	}
+	return e.hostAlloc().Ledger()
+}
+
+func (e *Engine) hostAlloc() *mem.Allocator {
+	if e.host == nil {
+		e.host = mem.NewAllocator(mem.CPU(), mem.NewLedger("host", 0), mem.AllocatorOptions{})
+	}
+	return e.host
+}
+
+// Allocator returns the engine's allocator.
+func (e *Engine) Allocator() *mem.Allocator { return e.alloc }
 
 // Variable is persistent state in an Engine.
 type Variable struct {
-	Name  string
-	Role  graph.Role
-	DType tensor.DType
-	Shape tensor.Shape
-	buf   *mem.Buffer
-	bytes []byte
+	Name   string
+	Role   graph.Role
+	DType  tensor.DType
+	Shape  tensor.Shape
+	engine *Engine
+	buf    *mem.Buffer
+	size   int64
 }
 
-// Tensor returns a view of the variable's current value.
+// Engine returns the engine that holds the variable.
+func (v *Variable) Engine() *Engine { return v.engine }
+
+// Span returns the variable's memory on the device.
+func (v *Variable) Span() Span { return Span{Buf: v.buf, Len: v.size} }
+
+// Tensor returns a view of the variable's current value in host memory. It
+// panics on a backend that is not host-addressable: use Read and Write.
 func (v *Variable) Tensor() tensor.Tensor {
-	t, err := tensor.FromBytes(v.DType, v.Shape, v.bytes)
+	if !v.engine.backend.HostAddressable() {
+		panic(fmt.Sprintf("runtime: variable %q lives on %s, which the host cannot address: use Read and Write", v.Name, v.engine.backend.Name()))
+	}
+	t, err := tensor.FromBytes(v.DType, v.Shape, v.Span().Bytes())
 	if err != nil {
 		panic(err) // sizes were checked when the variable was made
 	}
 	return t
 }
 
-// New returns an engine over alloc, whose charges go to ledger.
-func New(alloc *mem.Allocator, ledger *mem.Ledger) *Engine {
-	return &Engine{alloc: alloc, ledger: ledger, vars: map[string]*Variable{}}
+// Read copies the variable's value into dst (its size in bytes) on the
+// host: a device-to-host copy on a device backend.
+func (v *Variable) Read(dst []byte) error {
+	if int64(len(dst)) != v.size {
+		return fmt.Errorf("runtime: reading variable %q: %d bytes into %d", v.Name, v.size, len(dst))
+	}
+	if v.size == 0 {
+		return nil
+	}
+	return v.engine.backend.CopyOut(dst, v.Span())
 }
 
-// NewCPU returns an engine on host memory with a ledger named "cpu" under
-// budget bytes (<= 0: no budget).
-func NewCPU(budget int64) *Engine {
-	l := mem.NewLedger("cpu", budget)
-	return New(mem.NewAllocator(mem.CPU(), l, mem.AllocatorOptions{}), l)
+// Write sets the variable's value from src (its size in bytes): a
+// host-to-device copy on a device backend.
+func (v *Variable) Write(src []byte) error {
+	if int64(len(src)) != v.size {
+		return fmt.Errorf("runtime: writing variable %q: %d bytes from %d", v.Name, v.size, len(src))
+	}
+	if v.size == 0 {
+		return nil
+	}
+	return v.engine.backend.CopyIn(v.Span(), src)
 }
 
-// Ledger returns the ledger every reservation is charged to.
-func (e *Engine) Ledger() *mem.Ledger { return e.ledger }
-
-// Allocator returns the engine's allocator.
-func (e *Engine) Allocator() *mem.Allocator { return e.alloc }
+// Bytes returns the size of the variable's value.
+func (v *Variable) Bytes() int64 { return v.size }
 
 // Variable returns the variable named name.
 func (e *Engine) Variable(name string) (*Variable, bool) { v, ok := e.vars[name]; return v, ok }
@@ -86,13 +153,13 @@ func (e *Engine) CreateVariable(name string, role graph.Role, dtype tensor.DType
 		return v, nil
 	}
 	size := int64(shape.Size() * dtype.Size())
-	v := &Variable{Name: name, Role: role, DType: dtype, Shape: shape.Clone()}
+	v := &Variable{Name: name, Role: role, DType: dtype, Shape: shape.Clone(), engine: e, size: size}
 	if size > 0 {
 		buf, err := e.alloc.AllocZeroed(mem.Align(size), compile.RoleCategory(role), name)
 		if err != nil {
 			return nil, err
 		}
-		v.buf, v.bytes = buf, buf.Bytes()[:size]
+		v.buf = buf
 	}
 	e.vars[name] = v
 	e.order = append(e.order, name)
@@ -117,11 +184,59 @@ func (e *Engine) DeleteVariable(name string) {
 	}
 }
 
-// Close frees every variable. Executables must be closed first.
+// Close frees every variable and the scratch. Executables must be closed
+// first.
 func (e *Engine) Close() {
 	for _, n := range append([]string(nil), e.order...) {
 		e.DeleteVariable(n)
 	}
+	if e.scratch != nil {
+		e.alloc.Free(e.scratch)
+		e.scratch = nil
+	}
+}
+
+// ReserveScratch reserves the backend's persistent scratch of bytes (a
+// plan's Scratch; the largest of the programs the engine will run), shared
+// by every program loaded on the engine. Load reserves it when needed; a
+// caller reserves it first so that all its memory is taken up front.
+func (e *Engine) ReserveScratch(bytes int64) error {
+	bytes = mem.Align(bytes)
+	if bytes <= 0 || (e.scratch != nil && e.scratch.Size() >= bytes) {
+		return nil
+	}
+	buf, err := e.alloc.Alloc(bytes, mem.Workspace, "scratch:"+e.backend.Name())
+	if err != nil {
+		return err
+	}
+	old := e.scratch
+	e.scratch = buf
+	for _, x := range e.loaded { // rebind what runs on the old scratch
+		if err := x.bind(); err != nil {
+			e.scratch = old
+			e.alloc.Free(buf)
+			return err
+		}
+	}
+	if old != nil {
+		e.alloc.Free(old)
+	}
+	return nil
+}
+
+// ScratchBytes returns the bytes of scratch reserved.
+func (e *Engine) ScratchBytes() int64 {
+	if e.scratch == nil {
+		return 0
+	}
+	return e.scratch.Size()
+}
+
+func (e *Engine) scratchSpan() Span {
+	if e.scratch == nil {
+		return Span{}
+	}
+	return Span{Buf: e.scratch, Len: e.scratch.Size()}
 }
 
 // Arena is one reservation of arena memory that several programs can run
@@ -177,6 +292,13 @@ func (a *Arena) Release() {
 	a.buf = nil
 }
 
+// staged is an input or output of a program on a device the host cannot
+// address: a host buffer copied in before each run or out after it.
+type staged struct {
+	host   []byte
+	device Span
+}
+
 // Executable is a program with its memory reserved.
 type Executable struct {
 	Program   *compile.Program
@@ -184,11 +306,14 @@ type Executable struct {
 	arena     *Arena
 	ownsArena bool
 	owned     []*mem.Buffer
+	hostOwned []*mem.Buffer
 	created   []string // variables Load created
-	bufs      [][]byte
-	bound     []exec.Bound
+	spans     []Span
+	bound     Bound
 	inputs    map[string]tensor.Tensor
 	outputs   map[string]tensor.Tensor
+	stageIn   []staged
+	stageOut  []staged
 }
 
 // Load reserves p's memory on e, with an arena of its own. On failure it
@@ -211,7 +336,7 @@ func (e *Engine) LoadIn(p *compile.Program, a *Arena) (*Executable, error) {
 }
 
 func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err error) {
-	x := &Executable{Program: p, engine: e, bufs: make([][]byte, len(p.Plan.Buffers)),
+	x := &Executable{Program: p, engine: e, spans: make([]Span, len(p.Plan.Buffers)),
 		inputs: map[string]tensor.Tensor{}, outputs: map[string]tensor.Tensor{}, arena: shared}
 	defer func() {
 		if err != nil {
@@ -232,7 +357,7 @@ func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err err
 		if !existed {
 			x.created = append(x.created, s.Name)
 		}
-		x.bufs[s.Buffer] = v.bytes
+		x.spans[s.Buffer] = v.Span()
 	}
 	if shared == nil {
 		if x.arena, err = e.ReserveArena("arena:"+p.Name, p.Plan.ArenaShare); err != nil {
@@ -240,15 +365,18 @@ func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err err
 		}
 		x.ownsArena = true
 	}
+	if err := e.ReserveScratch(p.Plan.Scratch); err != nil {
+		return nil, err
+	}
 	for i := range p.Plan.Buffers {
 		b := &p.Plan.Buffers[i]
 		size := int64(b.Shape.Size() * b.DType.Size())
 		switch b.Kind {
-		case compile.KindVariable:
+		case compile.KindVariable, compile.KindScratch:
 			continue
 		case compile.KindArena:
 			if size > 0 {
-				x.bufs[i] = x.arena.buf.Bytes()[b.Offset : b.Offset+size]
+				x.spans[i] = Span{Buf: x.arena.buf, Offset: b.Offset, Len: size}
 			}
 			continue
 		}
@@ -264,35 +392,74 @@ func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err err
 			return nil, err
 		}
 		x.owned = append(x.owned, buf)
-		x.bufs[i] = buf.Bytes()[:size]
+		x.spans[i] = Span{Buf: buf, Len: size}
 		if b.Kind == compile.KindConstant {
-			copy(x.bufs[i], b.Value().Bytes())
+			if err := e.backend.CopyIn(x.spans[i], b.Value().Bytes()); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, s := range p.Inputs {
-		x.inputs[s.Name] = x.view(s)
+		t, err := x.hostView(s, true)
+		if err != nil {
+			return nil, err
+		}
+		x.inputs[s.Name] = t
 	}
 	for _, s := range p.Outputs {
-		x.outputs[s.Name] = x.view(s)
+		t, err := x.hostView(s, false)
+		if err != nil {
+			return nil, err
+		}
+		x.outputs[s.Name] = t
 	}
-	x.bound = make([]exec.Bound, len(p.Instrs))
-	for i := range p.Instrs {
-		x.bound[i] = exec.Bind(&p.Instrs[i], x.bufs)
-		x.bound[i].Comm = e.comm
+	if err := x.bind(); err != nil {
+		return nil, err
 	}
-	exec.Link(x.bound)
+	e.loaded = append(e.loaded, x)
 	return x, nil
 }
 
-func (x *Executable) view(s compile.Slot) tensor.Tensor {
-	t, err := tensor.FromBytes(s.Node.DType(), s.Node.Shape(), x.bufs[s.Buffer])
+// bind binds the program to its spans and the engine's scratch.
+func (x *Executable) bind() error {
+	b, err := x.engine.backend.Bind(x.Program, x.spans, x.engine.scratchSpan(), x.engine.comm)
+	if err != nil {
+		return fmt.Errorf("runtime: binding program %q on %s: %w", x.Program.Name, x.engine.backend.Name(), err)
+	}
+	x.bound = b
+	return nil
+}
+
+// hostView returns the host tensor of slot s: its buffer itself on a
+// host-addressable backend, else a host staging buffer (charged to the
+// host ledger as input) copied in before each run (in) or out after it.
+func (x *Executable) hostView(s compile.Slot, in bool) (tensor.Tensor, error) {
+	dev := x.spans[s.Buffer]
+	var bytes []byte
+	if x.engine.backend.HostAddressable() {
+		bytes = dev.Bytes()
+	} else if dev.Len > 0 {
+		buf, err := x.engine.hostAlloc().AllocZeroed(mem.Align(dev.Len), mem.Input, "staging:"+x.Program.Name+"/"+s.Name)
+		if err != nil {
+			return tensor.Tensor{}, err
+		}
+		x.hostOwned = append(x.hostOwned, buf)
+		bytes = buf.Bytes()[:dev.Len]
+		st := staged{host: bytes, device: dev}
+		if in {
+			x.stageIn = append(x.stageIn, st)
+		} else {
+			x.stageOut = append(x.stageOut, st)
+		}
+	}
+	t, err := tensor.FromBytes(s.Node.DType(), s.Node.Shape(), bytes)
 	if err != nil {
 		panic(err) // the plan sized the buffer
 	}
-	return t
+	return t, nil
 }
 
-// Input returns the buffer to fill with the named input before Run.
+// Input returns the host buffer to fill with the named input before Run.
 func (x *Executable) Input(name string) (tensor.Tensor, error) {
 	t, ok := x.inputs[name]
 	if !ok {
@@ -319,27 +486,38 @@ func sortedKeys(m map[string]tensor.Tensor) []string {
 	return out
 }
 
-// Run executes one step. It allocates nothing unless the step fails on bad
-// data (a label or index out of range), which returns an error naming the op.
+// Run executes one step: on a device backend it copies the inputs in
+// first and the outputs out after. It allocates nothing unless the step
+// fails on bad data (a label or index out of range), which returns an
+// error naming the op.
 func (x *Executable) Run() error {
-	for i := range x.bound {
-		if err := x.bound[i].Run(); err != nil {
-			// all-reduces in flight complete before the step returns: their
-			// buffers are the arena's, and the other processes wait for them
-			if aerr := exec.Abandon(x.bound); aerr != nil {
-				err = fmt.Errorf("%w (and completing the all-reduces in flight: %v)", err, aerr)
-			}
-			return fmt.Errorf("runtime: program %q: %w", x.Program.Name, err)
+	if x.bound == nil {
+		return fmt.Errorf("runtime: program %q is closed", x.Program.Name)
+	}
+	for _, s := range x.stageIn {
+		if err := x.engine.backend.CopyIn(s.device, s.host); err != nil {
+			return fmt.Errorf("runtime: program %q: copying inputs in: %w", x.Program.Name, err)
+		}
+	}
+	if err := x.bound.Run(); err != nil {
+		return fmt.Errorf("runtime: program %q: %w", x.Program.Name, err)
+	}
+	for _, s := range x.stageOut {
+		if err := x.engine.backend.CopyOut(s.host, s.device); err != nil {
+			return fmt.Errorf("runtime: program %q: copying outputs out: %w", x.Program.Name, err)
 		}
 	}
 	return nil
 }
 
 // AllReduceTimes returns, over every run so far, how long the step's
-// started all-reduces took and how long it waited for them (see
-// exec.AllReduceTimes).
+// started all-reduces took and how long it waited for them (the
+// difference ran behind computation).
 func (x *Executable) AllReduceTimes() (took, waited time.Duration) {
-	return exec.AllReduceTimes(x.bound)
+	if x.bound == nil {
+		return 0, 0
+	}
+	return x.bound.AllReduceTimes()
 }
 
 // Close releases the executable's reservations (not the shared variables it
@@ -351,10 +529,20 @@ func (x *Executable) Close() {
 
 func (x *Executable) release() {
 	e := x.engine
+	for i, l := range e.loaded {
+		if l == x {
+			e.loaded = append(e.loaded[:i], e.loaded[i+1:]...)
+			break
+		}
+	}
 	for _, b := range x.owned {
 		e.alloc.Free(b)
 	}
 	x.owned = nil
+	for _, b := range x.hostOwned {
+		e.hostAlloc().Free(b)
+	}
+	x.hostOwned, x.stageIn, x.stageOut = nil, nil, nil
 	if x.arena != nil && x.ownsArena {
 		x.arena.Release()
 	}

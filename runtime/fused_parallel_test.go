@@ -1,14 +1,13 @@
 package runtime_test
 
 import (
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/internal/exec"
-	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -24,14 +23,14 @@ func TestFusedChainsSplitAcrossThreads(t *testing.T) {
 		s := g.Input("s", tensor.Float32, nil)
 		y := graph.Tanh(graph.Mul(graph.Add(x, b), s))
 		y = graph.Sub(graph.Relu(y), graph.MulScalar(x, 0.25))
-		return g, compile.Options{Threads: threads, Outputs: []compile.Output{{Name: "y", Node: y}}}
+		return g, compile.Options{Target: cpu.New(threads), Outputs: []compile.Output{{Name: "y", Node: y}}}
 	}
 	run := func(threads int) ([]float32, *compile.Program) {
 		p, err := compile.Build(func() (*graph.Graph, compile.Options) { return build(threads) })
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := runtime.NewCPU(0)
+		e := cpu.NewEngine(0, 0)
 		defer e.Close()
 		x, err := e.Load(p)
 		if err != nil {
@@ -64,7 +63,7 @@ func TestFusedChainsSplitAcrossThreads(t *testing.T) {
 			}
 		}
 	}
-	if fused != 1 || rows*cols < exec.ParallelMin {
+	if fused != 1 || rows*cols < cpu.ParallelMin {
 		t.Fatalf("%d fused instructions over %d elements: the test does not exercise the split", fused, rows*cols)
 	}
 	for i := range one {

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"errors"
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -38,7 +39,7 @@ func mlpStep(batch, d, h, c int, lr float64) (*graph.Graph, compile.Options) {
 	grads := autodiff.Grad(loss, params...)
 	g.SetPhase(graph.Update)
 	g.PushScope("sgd")
-	opt := compile.Options{Name: "train", Outputs: []compile.Output{{Name: "loss", Node: loss}}}
+	opt := compile.Options{Target: cpu.New(0), Name: "train", Outputs: []compile.Output{{Name: "loss", Node: loss}}}
 	for i, p := range params {
 		graph.Assign(p, graph.Sub(p, graph.MulScalar(grads[i], lr)))
 		opt.Outputs = append(opt.Outputs, compile.Output{Name: "grad:" + p.Attr().Name, Node: grads[i], Grad: true})
@@ -99,7 +100,7 @@ func compileMLP(t *testing.T, batch int) *compile.Program {
 func TestMLPTrainsAndMatchesPlan(t *testing.T) {
 	const batch, n = 32, 512
 	p := compileMLP(t, batch)
-	e := runtime.NewCPU(0)
+	e := cpu.NewEngine(0, 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {
@@ -178,7 +179,7 @@ func TestMLPBudget(t *testing.T) {
 	checkOOMMessage(t, err.Error())
 
 	// Reserving under a ledger budget one byte short fails and takes nothing.
-	e := runtime.NewCPU(peak - 1)
+	e := cpu.NewEngine(0, peak-1)
 	if _, err := e.Load(p); !errors.As(err, &oom) {
 		t.Fatalf("load with budget peak-1: got %v, want *mem.OOMError", err)
 	} else {
@@ -190,7 +191,7 @@ func TestMLPBudget(t *testing.T) {
 	e.Close()
 
 	// Exactly at the peak, it loads and runs.
-	e = runtime.NewCPU(peak)
+	e = cpu.NewEngine(0, peak)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {
@@ -216,7 +217,7 @@ func checkOOMMessage(t *testing.T, msg string) {
 
 func TestBadLabelIsAnError(t *testing.T) {
 	p := compileMLP(t, 4)
-	e := runtime.NewCPU(0)
+	e := cpu.NewEngine(0, 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {

@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"github.com/headroom-ml/headroom/data"
 	"math"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 
 // weightsAfterOneStep trains one update on 128 examples and returns every
 // variable's values by name.
-func weightsAfterOneStep(t *testing.T, m *nn.Sequential, data *train.Examples, opt optim.Optimizer, accumulate, epochs int) map[string][]float64 {
+func weightsAfterOneStep(t *testing.T, m *nn.Sequential, data *data.Examples, opt optim.Optimizer, accumulate, epochs int) map[string][]float64 {
 	t.Helper()
 	cfg := train.Config{Model: m, Optimizer: opt, Schedule: optim.Constant(0.05), Epochs: epochs, Batch: 128, Seed: 5, Accumulate: accumulate}
 	tr, h := fit(t, cfg, data)
@@ -45,7 +46,7 @@ func TestAccumulationMatchesOneBigBatch(t *testing.T) {
 	cases := []struct {
 		name  string
 		model *nn.Sequential
-		data  *train.Examples
+		data  *data.Examples
 	}{
 		{"mlp", &nn.Sequential{InputShape: tensor.Shape{8}, Layers: []nn.Layer{
 			&nn.Dense{LayerName: "dense", Units: 32, Activation: "relu"},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/mem"
 )
 
@@ -50,10 +51,10 @@ const (
 // then times a few real updates of the best three and returns the config of
 // the fastest, with every candidate it weighed. The choice is proved before
 // step 1: its plan fits.
-func FitToBudget(cfg Config, data *Examples, budget int64, allowPrecision bool) (Config, []Candidate, error) {
+func FitToBudget(cfg Config, ds *data.Examples, budget int64, allowPrecision bool) (Config, []Candidate, error) {
 	cfg.defaults()
 	evalN := 0
-	dataBytes := mem.Align(data.Bytes())
+	dataBytes := mem.Align(ds.Bytes())
 	if cfg.Validation != nil {
 		evalN = cfg.Validation.N
 		dataBytes += mem.Align(cfg.Validation.Bytes())
@@ -71,7 +72,7 @@ func FitToBudget(cfg Config, data *Examples, budget int64, allowPrecision bool) 
 			for _, prec := range precisions {
 				c := cfg
 				c.Accumulate, c.Remat, c.Precision = k, remat, prec
-				progs, err := c.compileAll(data.N, evalN)
+				progs, err := c.compileAll(ds.N, evalN)
 				if err != nil {
 					return cfg, nil, err
 				}
@@ -110,7 +111,7 @@ func FitToBudget(cfg Config, data *Examples, budget int64, allowPrecision bool) 
 		c := cfg
 		c.Accumulate, c.Remat, c.Precision, c.Budget = cands[i].Accumulate, cands[i].Remat, cands[i].Precision, budget
 		c.Callbacks, c.CheckpointDir, c.Resume = nil, "", false
-		secs, err := timeUpdates(c, data, timedSteps)
+		secs, err := timeUpdates(c, ds, timedSteps)
 		if err != nil {
 			return cfg, cands, fmt.Errorf("train: timing %v: %w", cands[i], err)
 		}
@@ -127,8 +128,8 @@ func FitToBudget(cfg Config, data *Examples, budget int64, allowPrecision bool) 
 
 // timeUpdates returns the median seconds of n updates of cfg on the first
 // examples of data (after one untimed update), in a trainer of its own.
-func timeUpdates(cfg Config, data *Examples, n int) (float64, error) {
-	first := data.Slice(data.Name, 0, min(data.N, cfg.Batch))
+func timeUpdates(cfg Config, ds *data.Examples, n int) (float64, error) {
+	first := ds.Slice(ds.Name, 0, min(ds.N, cfg.Batch))
 	cfg.Validation, cfg.Epochs, cfg.Warmup = nil, 1, 1<<30
 	t, err := New(cfg, first)
 	if err != nil {

@@ -33,7 +33,10 @@ func (c *Checkpoint) OnEpochEnd(t *Trainer, log *EpochLog) error {
 func (t *Trainer) entries() ([]checkpoint.Entry, error) {
 	var entries []checkpoint.Entry
 	for _, v := range t.engine.Variables() {
-		x := v.Tensor()
+		x, err := hostValue(v)
+		if err != nil {
+			return nil, err
+		}
 		if p, ok := t.shardOf(v); ok {
 			size := t.cfg.ranks()
 			full := make([]byte, len(x.Bytes())*size)
@@ -141,15 +144,23 @@ func (t *Trainer) restore(dir string, events *[]Event) (step int64, epoch int, e
 			sz := v.DType.Size()
 			block := v.Shape.Size() * sz
 			lo := min(t.cfg.Comm.Rank()*block, len(src.Bytes()))
-			dst := v.Tensor().Bytes()
-			clear(dst)
-			copy(dst, src.Bytes()[lo:min(lo+block, len(src.Bytes()))])
+			err := update(v, func(x tensor.Tensor) error {
+				dst := x.Bytes()
+				clear(dst)
+				copy(dst, src.Bytes()[lo:min(lo+block, len(src.Bytes()))])
+				return nil
+			})
+			if err != nil {
+				return 0, 0, err
+			}
 			continue
 		}
 		if src.DType() != v.DType || !src.Shape().Equal(v.Shape) {
 			return 0, 0, fmt.Errorf("train: resume: %s holds %q as %s%v, the model needs %s%v", path, v.Name, src.DType(), src.Shape(), v.DType, v.Shape)
 		}
-		copy(v.Tensor().Bytes(), src.Bytes())
+		if err := update(v, func(x tensor.Tensor) error { copy(x.Bytes(), src.Bytes()); return nil }); err != nil {
+			return 0, 0, err
+		}
 	}
 	if err := t.broadcastWeights(); err != nil { // every process resumes from rank 0's weights
 		return 0, 0, err

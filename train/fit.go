@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -59,25 +61,25 @@ type History struct {
 // Fit trains on data for cfg.Epochs epochs (continuing from the newest
 // checkpoint with cfg.Resume) and returns the History. Each epoch visits the
 // examples in a fresh order drawn from (seed, epoch).
-func (t *Trainer) Fit(data *Examples) (*History, error) {
+func (t *Trainer) Fit(ds *data.Examples) (*History, error) {
 	if tr := t.progs["train"]; tr == nil || tr.in.x.DType() == tensor.Invalid {
-		return nil, fmt.Errorf("train: trainer was built for other data than %q", data.Name)
+		return nil, fmt.Errorf("train: trainer was built for other data than %q", ds.Name)
 	}
-	if err := data.Validate(); err != nil {
+	if err := t.checkData(ds); err != nil {
 		return nil, err
 	}
 	r, err := t.begin()
 	if err != nil {
 		return nil, err
 	}
-	perm := make([]int, data.N)
-	src := &examplesSource{data: data}
-	batches := (data.N + t.cfg.Batch - 1) / t.cfg.Batch
+	perm := make([]int, ds.N)
+	src := &examplesSource{data: ds, labels: t.labels}
+	batches := (ds.N + t.cfg.Batch - 1) / t.cfg.Batch
 	for ep := r.h.StartEpoch; ep < t.cfg.Epochs && !t.stop; ep++ {
 		e := r.epochBegin(ep)
 		shuffle(perm, t.cfg.Seed, ep)
-		for i := 0; i < data.N && !r.done(); i += t.cfg.Batch {
-			src.idx = perm[i:min(i+t.cfg.Batch, data.N)]
+		for i := 0; i < ds.N && !r.done(); i += t.cfg.Batch {
+			src.idx = perm[i:min(i+t.cfg.Batch, ds.N)]
 			if err := r.update(e, len(src.idx), batches, src); err != nil {
 				return r.h, err
 			}
@@ -97,11 +99,15 @@ type batchSource interface {
 
 // examplesSource feeds the examples idx of an in-memory data set.
 type examplesSource struct {
-	data *Examples
-	idx  []int
+	data   *data.Examples
+	labels data.LabelMode
+	idx    []int
 }
 
-func (s *examplesSource) fill(pr *program, lo, hi int) { s.data.fill(pr.in.x, pr.in.y, s.idx[lo:hi]) }
+func (s *examplesSource) fill(pr *program, lo, hi int) {
+	s.data.Fill(pr.in.x, s.idx[lo:hi])
+	s.data.FillLabels(pr.in.y, s.idx[lo:hi], s.labels)
+}
 
 // fitRun is the state of one Fit call.
 type fitRun struct {
@@ -212,7 +218,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
 		}
 		loss += pr.loss.Float64At(0) * float64(size) / float64(local)
-		if c, ok := accuracy(pr.out, pr.in.y); ok {
+		if c, ok := t.scoring.count(pr.out, pr.in.y, true); ok {
 			e.correct, e.seen = e.correct+c, e.seen+size
 		}
 		at += size
@@ -254,9 +260,9 @@ func (t *Trainer) stepProgram(accumulate bool, size, n int) (*program, error) {
 	if pr := t.progs[key]; pr != nil {
 		return pr, nil
 	}
-	mode := modeTrain
+	mode := step.Train
 	if t.cfg.accumulate() > 1 {
-		mode = modeApply
+		mode = step.Apply
 	}
 	pr, err := t.load(key, size, mode)
 	if err != nil {
@@ -380,66 +386,26 @@ func shuffle(perm []int, seed uint64, ep int) {
 	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 }
 
-// accuracy counts rows of out [b, ..., C] whose argmax equals the int32
-// label in y [b, ...]; ok is false when y holds no class labels.
-func accuracy(out, y tensor.Tensor) (int, bool) {
-	if y.DType() != tensor.Int32 || out.Shape().Rank() < 2 {
-		return 0, false
-	}
-	c := out.Shape()[out.Shape().Rank()-1]
-	labels := y.Int32s()
-	correct := 0
-	switch out.DType() {
-	case tensor.Float32:
-		o := out.Float32s()
-		for r, l := range labels {
-			if argmax(o[r*c:(r+1)*c]) == int(l) {
-				correct++
-			}
-		}
-	case tensor.Float64:
-		o := out.Float64s()
-		for r, l := range labels {
-			if argmax(o[r*c:(r+1)*c]) == int(l) {
-				correct++
-			}
-		}
-	default:
-		return 0, false
-	}
-	return correct, true
-}
-
-func argmax[T float32 | float64](row []T) int {
-	best := 0
-	for i, v := range row {
-		if v > row[best] {
-			best = i
-		}
-	}
-	return best
-}
-
 // Evaluate returns the mean loss and the accuracy (NaN without class
 // labels) of the model on data, in inference mode.
-func (t *Trainer) Evaluate(data *Examples) (loss, acc float64, err error) {
+func (t *Trainer) Evaluate(ds *data.Examples) (loss, acc float64, err error) {
 	var sum float64
 	var correct, seen int
-	err = t.forEachEval(data, func(pr *program) {
+	err = t.forEachEval(ds, func(pr *program) {
 		sum += pr.loss.Float64At(0)
-		if c, ok := accuracy(pr.out, pr.in.y); ok {
+		if c, ok := t.scoring.count(pr.out, pr.in.y, false); ok {
 			correct += c
 			seen += pr.batch
 		}
 	})
-	return sum / float64(data.N), ratio(correct, seen), err
+	return sum / float64(ds.N), ratio(correct, seen), err
 }
 
 // Predict returns the model's outputs for data (probabilities for a
 // softmax model), [N, ...] float64 values in example order.
-func (t *Trainer) Predict(data *Examples) ([]float64, error) {
+func (t *Trainer) Predict(ds *data.Examples) ([]float64, error) {
 	var out []float64
-	err := t.forEachEval(data, func(pr *program) {
+	err := t.forEachEval(ds, func(pr *program) {
 		for i := 0; i < pr.out.Len(); i++ {
 			out = append(out, pr.out.Float64At(i))
 		}
@@ -448,20 +414,20 @@ func (t *Trainer) Predict(data *Examples) ([]float64, error) {
 }
 
 // forEachEval runs the evaluation programs over data in order.
-func (t *Trainer) forEachEval(data *Examples, each func(*program)) error {
+func (t *Trainer) forEachEval(ds *data.Examples, each func(*program)) error {
 	ev := t.progs["eval"]
 	if ev == nil {
 		return fmt.Errorf("train: no evaluation program (give Config.Validation to New)")
 	}
-	if err := data.Validate(); err != nil {
+	if err := t.checkData(ds); err != nil {
 		return err
 	}
 	idx := make([]int, ev.batch)
-	for i := 0; i < data.N; i += ev.batch {
+	for i := 0; i < ds.N; i += ev.batch {
 		pr := ev
-		if data.N-i < ev.batch {
+		if ds.N-i < ev.batch {
 			var err error
-			if pr, err = t.evalTail(data.N - i); err != nil {
+			if pr, err = t.evalTail(ds.N - i); err != nil {
 				return err
 			}
 		}
@@ -469,9 +435,10 @@ func (t *Trainer) forEachEval(data *Examples, each func(*program)) error {
 		for k := range idx {
 			idx[k] = i + k
 		}
-		data.fill(pr.in.x, pr.in.y, idx)
+		ds.Fill(pr.in.x, idx)
+		ds.FillLabels(pr.in.y, idx, t.labels)
 		if err := pr.x.Run(); err != nil {
-			return fmt.Errorf("train: evaluating %q: %w", data.Name, err)
+			return fmt.Errorf("train: evaluating %q: %w", ds.Name, err)
 		}
 		each(pr)
 	}
@@ -488,7 +455,7 @@ func (t *Trainer) evalTail(b int) (*program, error) {
 	if pr := t.progs[key]; pr != nil {
 		return pr, nil
 	}
-	pr, err := t.load(key, b, modeEval)
+	pr, err := t.load(key, b, step.Eval)
 	if err != nil {
 		return nil, err
 	}

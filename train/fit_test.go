@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"github.com/headroom-ml/headroom/data"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -11,13 +12,13 @@ import (
 )
 
 // blobs returns n examples of d features in c Gaussian clusters.
-func blobs(seed uint64, n, d, c int) *train.Examples {
+func blobs(seed uint64, n, d, c int) *data.Examples {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	centers := make([]float64, c*d)
 	for i := range centers {
 		centers[i] = rng.NormFloat64() * 2
 	}
-	e := &train.Examples{Name: "blobs", Shape: tensor.Shape{d}, N: n, Floats: make([]float32, n*d), Labels: make([]int32, n), Classes: c}
+	e := &data.Examples{Name: "blobs", Shape: tensor.Shape{d}, N: n, Floats: make([]float32, n*d), Labels: make([]int32, n), Classes: c}
 	for i := 0; i < n; i++ {
 		k := rng.IntN(c)
 		e.Labels[i] = int32(k)
@@ -36,7 +37,7 @@ func mlp() *nn.Sequential {
 	}}
 }
 
-func fit(t *testing.T, cfg train.Config, data *train.Examples) (*train.Trainer, *train.History) {
+func fit(t *testing.T, cfg train.Config, data *data.Examples) (*train.Trainer, *train.History) {
 	t.Helper()
 	tr, err := train.New(cfg, data)
 	if err != nil {

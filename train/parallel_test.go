@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"github.com/headroom-ml/headroom/data"
 	"math"
 	"strings"
 	"sync"
@@ -169,7 +170,7 @@ func (r localRank) Broadcast(buf []byte, root int) error {
 
 // fitRanks trains cfg on two goroutine ranks of one localGroup and returns,
 // per rank, the parameters and the optimizer-state bytes it held.
-func fitRanks(t *testing.T, cfg train.Config, data *train.Examples) ([][]float64, []int64) {
+func fitRanks(t *testing.T, cfg train.Config, data *data.Examples) ([][]float64, []int64) {
 	t.Helper()
 	group := newLocalGroup(2)
 	weights := make([][]float64, 2)

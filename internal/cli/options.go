@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/headroom-ml/headroom/data"
 	"io"
 	"math"
 	"runtime"
@@ -95,7 +96,7 @@ func (o *options) finish() error {
 }
 
 // load returns the training and test sets.
-func (o *options) load() (trainSet, testSet *train.Examples, err error) {
+func (o *options) load() (trainSet, testSet *data.Examples, err error) {
 	switch o.dataset {
 	case "digits":
 		return datasets.Digits()
@@ -114,7 +115,7 @@ func (o *options) load() (trainSet, testSet *train.Examples, err error) {
 }
 
 // config builds the model and the training configuration for the data.
-func (o *options) config(trainSet, testSet *train.Examples) (train.Config, error) {
+func (o *options) config(trainSet, testSet *data.Examples) (train.Config, error) {
 	var m *nn.Sequential
 	var err error
 	var loss nn.Loss
@@ -137,7 +138,7 @@ func (o *options) config(trainSet, testSet *train.Examples) (train.Config, error
 // hold one example (reshaped as the model expects) and the last layer must
 // have one output per class. Keras' categorical_crossentropy becomes the
 // sparse form, since the data's labels are class indices.
-func (o *options) kerasModel(data *train.Examples) (*nn.Sequential, nn.Loss, error) {
+func (o *options) kerasModel(data *data.Examples) (*nn.Sequential, nn.Loss, error) {
 	km, err := keras.Load(o.keras)
 	if err != nil {
 		return nil, nil, err

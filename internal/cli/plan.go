@@ -3,12 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/headroom-ml/headroom/data"
 	"io"
 	"sort"
 	"strings"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/profile"
@@ -63,7 +65,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if *ranks < 1 {
 		return fmt.Errorf("--ranks %d: want at least 1", *ranks)
 	}
-	var trainSet, testSet *train.Examples
+	var trainSet, testSet *data.Examples
 	var cfg train.Config
 	trainN, evalN, dataBytes := 0, 0, int64(0) // 0: one batch, no data set
 	if o.keras != "" {
@@ -99,7 +101,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	totals[mem.Input] += dataBytes
-	_, params, err := cfg.Model.Summary()
+	params, _, err := nn.Params(cfg.Model)
 	if err != nil {
 		return err
 	}

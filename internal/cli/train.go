@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/headroom-ml/headroom/data"
 	"io"
 	"math"
 	"os"
@@ -77,9 +78,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			stdout, *quiet = io.Discard, true
 		}
 	}
-	var tb *profile.TensorBoard
+	var tb *train.TensorBoard
 	if o.profileDir != "" {
-		tb = &profile.TensorBoard{Dir: o.profileDir}
+		tb = &train.TensorBoard{Dir: o.profileDir}
 		cfg.Callbacks = append(cfg.Callbacks, tb)
 	}
 	if *csvPath != "" {
@@ -138,7 +139,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if o.profileDir != "" {
-		if err := profile.WriteAll(o.profileDir, t.Plan, h, o.model); err != nil {
+		if err := profile.WriteAll(o.profileDir, t.Plan, profileRun(h), o.model); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "headroom: profile written to %s (go tool pprof -top %s/profile.pb.gz; open report.html; trace.json in Perfetto; tensorboard --logdir %s)\n", o.profileDir, o.profileDir, o.profileDir)
@@ -176,7 +177,7 @@ func precisionName(p string) string {
 
 // rematSaved returns the activation bytes rematerialization saves: the
 // plan's activations without remat minus with it (0 without --remat).
-func rematSaved(cfg train.Config, trainSet, testSet *train.Examples, t *train.Trainer) (int64, error) {
+func rematSaved(cfg train.Config, trainSet, testSet *data.Examples, t *train.Trainer) (int64, error) {
 	if !cfg.Remat {
 		return 0, nil
 	}
@@ -189,7 +190,7 @@ func rematSaved(cfg train.Config, trainSet, testSet *train.Examples, t *train.Tr
 }
 
 // printPlan prints the memory plan summary before the first step.
-func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *train.Examples) {
+func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *data.Examples) {
 	p := t.Plan
 	n := 0
 	if testSet != nil {
@@ -256,4 +257,14 @@ func (p *progress) finish() {
 		fmt.Fprintln(p.w)
 		p.bar = nil
 	}
+}
+
+// profileRun copies what the reports show of a run from its history.
+func profileRun(h *train.History) *profile.Run {
+	r := &profile.Run{Steps: h.Steps, FirstLoss: h.FirstLoss, LastLoss: h.LastLoss, SamplesPerSec: h.SamplesPerSec,
+		TrainSeconds: h.TrainSeconds, MeasuredPeak: h.MeasuredPeak, LedgerGrowth: h.LedgerGrowth, Growth: h.Growth}
+	for _, e := range h.Epochs {
+		r.Epochs = append(r.Epochs, profile.Epoch{Epoch: e.Epoch, Loss: e.Loss, Accuracy: e.Accuracy, ValLoss: e.ValLoss, ValAccuracy: e.ValAccuracy})
+	}
+	return r
 }

@@ -1,4 +1,4 @@
-package cuda_test
+package sim_test
 
 import (
 	"errors"
@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/headroom-ml/headroom/autodiff"
+	"github.com/headroom-ml/headroom/backend/cpu"
+	"github.com/headroom-ml/headroom/backend/sim"
 	"github.com/headroom-ml/headroom/compile"
-	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/runtime"
+	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/tensor"
-	"github.com/headroom-ml/headroom/train"
 )
 
 // These tests run the reference models' training steps on a simulated
@@ -39,82 +39,40 @@ var simCases = []simCase{
 
 const simClasses = 10
 
-// simConfig is the training configuration train.PlanFor plans: the model,
-// Adam, sparse categorical cross-entropy, float32.
-func simConfig(t *testing.T, c simCase) train.Config {
+// compiled is one reference step and the initializers of its weights.
+type compiled struct {
+	cfg  step.Config
+	p    *compile.Program
+	init map[string]nn.Initializer
+}
+
+// compileCase builds the reference model's training step (float32, Adam,
+// sparse categorical cross-entropy) through the step builder, for the
+// simulated device, and checks its plan is the host's: the simulated device
+// runs the host's instructions.
+func compileCase(t *testing.T, c simCase) compiled {
 	t.Helper()
 	m, err := nn.ModelByName(c.model, c.input, simClasses)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return train.Config{Model: m, Batch: c.batch, Optimizer: &optim.Adam{}, Loss: nn.SparseCategoricalCrossentropy{}, Epochs: 1}
-}
-
-// trainStep builds the training step of cfg as package train does for a
-// float32 run without clipping or accumulation: forward, loss, backward,
-// and each parameter's Adam update built as soon as its gradient is final.
-// It returns the step and the initializers of the model's variables.
-func trainStep(cfg train.Config) (*compile.Program, map[string]nn.Initializer, error) {
+	cfg := step.Config{Model: m, Optimizer: &optim.Adam{}, Target: sim.New(1<<30, 1)}
 	var init map[string]nn.Initializer
-	p, err := compile.Build(func() (*graph.Graph, compile.Options) {
-		g := graph.New()
-		ctx := nn.NewContext(g, true, cfg.Seed)
-		m := cfg.Model
-		x := g.Input("x", m.InputType(), append(tensor.Shape{cfg.Batch}, m.InputShape...))
-		out := m.Forward(ctx, x)
-		y := g.Input("y", cfg.Loss.LabelType(), append(tensor.Shape{cfg.Batch}, cfg.Loss.LabelShape(out.Shape())...))
-		g.PushScope("loss")
-		per := cfg.Loss.PerExample(out, y)
-		g.PopScope()
-		scores, _ := nn.Logits(out)
-		loss := graph.ReduceMean(per)
-		grads := make([]*graph.Node, len(ctx.Trainable))
-		opt := autodiff.Options{Lower: func(n *graph.Node) *graph.Node { return ctx.Low[n] }}
-		opt.OnGrad = func(i int, gr *graph.Node) {
-			old := g.SetPhase(graph.Update)
-			grads[i] = gr
-			cfg.Optimizer.Apply(g, ctx.Trainable[i:i+1], grads[i:i+1])
-			g.SetPhase(old)
-		}
-		autodiff.GradWith(loss, opt, ctx.Trainable...)
-		old := g.SetPhase(graph.Update)
-		for _, u := range ctx.Updates {
-			graph.Assign(u[0], u[1])
-		}
-		g.SetPhase(old)
-		init = ctx.Init
-		return g, compile.Options{Name: "train", Grads: grads,
-			Outputs: []compile.Output{{Name: "loss", Node: loss}, {Name: "out", Node: scores}}}
+	p, err := step.Compile(cfg, c.batch, step.Train, func(b *step.Builder) {
+		b.Standard()
+		init = b.Ctx.Init
 	})
 	if err != nil {
-		return nil, nil, err
+		t.Fatal(err)
 	}
-	return p, init, nil
-}
-
-// compiled is one reference step, checked to be the step train plans.
-type compiled struct {
-	cfg  train.Config
-	p    *compile.Program
-	init map[string]nn.Initializer
-}
-
-func compileCase(t *testing.T, c simCase) compiled {
-	t.Helper()
-	cfg := simConfig(t, c)
-	plan, totals, err := train.PlanFor(cfg, c.batch, 0)
+	host := cfg
+	host.Target = cpu.New(1)
+	hp, err := step.Compile(host, c.batch, step.Train, (*step.Builder).Standard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, init, err := trainStep(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := p.Plan.String(), plan.String(); got != want {
-		t.Fatalf("%s: the step built here is not the one train.PlanFor plans:\n--- here\n%s\n--- train.PlanFor\n%s", c.model, got, want)
-	}
-	if got, want := p.Plan.Totals, totals; got != want {
-		t.Fatalf("%s: plan totals %v, train.PlanFor's reservation %v", c.model, got, want)
+	if got, want := p.Plan.String(), hp.Plan.String(); got != want {
+		t.Fatalf("%s: the simulated device's plan is not the host's:\n--- sim\n%s\n--- cpu\n%s", c.model, got, want)
 	}
 	return compiled{cfg: cfg, p: p, init: init}
 }
@@ -123,9 +81,9 @@ func compileCase(t *testing.T, c simCase) compiled {
 // whose allocator maps chunks of chunk bytes (0: mem.DefaultChunkSize),
 // charging a ledger without a budget unless budget > 0.
 func simEngine(capacity, chunk, budget int64) (*runtime.Engine, mem.Device, *mem.Ledger) {
-	dev := mem.NewSimulated("sim", capacity)
+	target := sim.New(capacity, 1)
 	ledger := mem.NewLedger("sim budget", budget)
-	return runtime.New(mem.NewAllocator(dev, ledger, mem.AllocatorOptions{ChunkSize: chunk}), ledger), dev, ledger
+	return runtime.New(target, mem.NewAllocator(target.Device(), ledger, mem.AllocatorOptions{ChunkSize: chunk})), target.Device(), ledger
 }
 
 // runSteps initializes the weights, feeds one fixed random batch and runs
@@ -134,7 +92,11 @@ func runSteps(t *testing.T, c compiled, e *runtime.Engine, x *runtime.Executable
 	t.Helper()
 	for name, in := range c.init {
 		if v, ok := e.Variable(name); ok {
-			nn.InitTensor(in, 1, name, v.Tensor())
+			host := tensor.New(v.DType, v.Shape)
+			nn.InitTensor(in, 1, name, host)
+			if err := v.Write(host.Bytes()); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -1,13 +1,13 @@
-package profile
+package train
 
 import (
 	"math"
 
 	"github.com/headroom-ml/headroom/mem"
-	"github.com/headroom-ml/headroom/train"
+	"github.com/headroom-ml/headroom/profile/tfevents"
 )
 
-// TensorBoard is a train.Callback that logs a run to an event file in Dir,
+// TensorBoard is a Callback (keras.callbacks.TensorBoard) that logs a run to an event file in Dir,
 // with the tags of Keras' TensorBoard callback where there is one:
 //   - "batch_loss" after every step, at the global step;
 //   - "epoch_loss", "epoch_accuracy", "epoch_val_loss",
@@ -19,18 +19,18 @@ import (
 // Events reach the file at each epoch's end. Call Close after Fit.
 type TensorBoard struct {
 	Dir string
-	w   *EventWriter
+	w   *tfevents.EventWriter
 	err error // the first error; OnBatchEnd cannot return one
 }
 
 var (
-	_ train.Callback   = (*TensorBoard)(nil)
-	_ train.BatchEnder = (*TensorBoard)(nil)
+	_ Callback   = (*TensorBoard)(nil)
+	_ BatchEnder = (*TensorBoard)(nil)
 )
 
 func (tb *TensorBoard) open() error {
 	if tb.w == nil && tb.err == nil {
-		tb.w, tb.err = NewEventWriter(tb.Dir)
+		tb.w, tb.err = tfevents.NewEventWriter(tb.Dir)
 	}
 	return tb.err
 }
@@ -53,7 +53,7 @@ func (tb *TensorBoard) OnBatchEnd(epoch, batch, batches int, loss float64) {
 // OnEpochEnd logs the epoch's figures and the ledger's bytes by category,
 // and flushes the file. It returns the first error met so far (writing
 // stops at the first error, and Fit stops at the error it returns).
-func (tb *TensorBoard) OnEpochEnd(t *train.Trainer, log *train.EpochLog) error {
+func (tb *TensorBoard) OnEpochEnd(t *Trainer, log *EpochLog) error {
 	if err := tb.open(); err != nil {
 		return err
 	}

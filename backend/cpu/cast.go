@@ -1,4 +1,4 @@
-package exec
+package cpu
 
 import (
 	"unsafe"

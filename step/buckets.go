@@ -1,30 +1,10 @@
-package train
+package step
 
 import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/graph"
 )
-
-// DefaultBucketBytes is the gradient bucket size of a data-parallel run
-// when Config.BucketBytes is 0.
-//
-// PyTorch DDP's buckets are 25 MiB (the first 1 MiB) and Horovod fuses up
-// to 64 MiB; both aim at networks where each all-reduce has a high fixed
-// cost. Between processes of one machine (Open MPI's shared-memory
-// transport) an all-reduce costs tens of microseconds plus the copy, so
-// smaller buckets win: the first ones start earlier in backward, and the
-// models of this project would fit one 25 MiB bucket, which cannot overlap
-// anything. A gradient larger than the limit is a bucket of its own.
-const DefaultBucketBytes = 1 << 20
-
-// bucketBytes is the bucket limit in bytes.
-func (c *Config) bucketBytes() int64 {
-	if c.BucketBytes > 0 {
-		return c.BucketBytes
-	}
-	return DefaultBucketBytes
-}
 
 // buckets groups the gradients of a data-parallel step, in the order
 // backward produces them, into buckets of about limit bytes, and starts

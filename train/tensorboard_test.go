@@ -1,9 +1,15 @@
-package profile
+package train
 
 import (
+	"math/rand/v2"
 	"testing"
 
+	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/tensor"
+
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/profile/tfevents"
 )
 
 func TestTensorBoardCallback(t *testing.T) {
@@ -12,7 +18,7 @@ func TestTensorBoardCallback(t *testing.T) {
 	if err := tb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := ReadEvents(tb.Path())
+	evs, err := tfevents.ReadEvents(tb.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,4 +65,43 @@ func TestTensorBoardCallback(t *testing.T) {
 	if got := byTag["memory/live_bytes"][last]; got != float32(live) || live == 0 {
 		t.Errorf("memory/live_bytes = %v, want the ledger's %d (> 0)", got, live)
 	}
+}
+
+// trainRun fits a small model on Gaussian blobs for 3 epochs with the given
+// callbacks.
+func trainRun(t testing.TB, callbacks ...Callback) (*Trainer, *History) {
+	t.Helper()
+	model := &nn.Sequential{InputShape: tensor.Shape{8}, Layers: []nn.Layer{
+		&nn.Dense{LayerName: "dense", Units: 32, Activation: "relu"},
+		&nn.Dense{LayerName: "dense_1", Units: 4},
+	}}
+	blobs := func(seed uint64, n int) *data.Examples {
+		const d, c = 8, 4
+		rng := rand.New(rand.NewPCG(seed, 1))
+		centers := make([]float64, c*d)
+		for i := range centers {
+			centers[i] = rng.NormFloat64() * 2
+		}
+		e := &data.Examples{Name: "blobs", Shape: tensor.Shape{d}, N: n, Floats: make([]float32, n*d), Labels: make([]int32, n), Classes: c}
+		for i := 0; i < n; i++ {
+			k := rng.IntN(c)
+			e.Labels[i] = int32(k)
+			for j := 0; j < d; j++ {
+				e.Floats[i*d+j] = float32(centers[k*d+j] + rng.NormFloat64())
+			}
+		}
+		return e
+	}
+	ds := blobs(1, 320)
+	cfg := Config{Model: model, Epochs: 3, Batch: 64, Seed: 3, Validation: blobs(1, 128), Callbacks: callbacks}
+	tr, err := New(cfg, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	h, err := tr.Fit(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, h
 }

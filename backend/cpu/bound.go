@@ -1,68 +1,15 @@
-package exec
+package cpu
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
-
-// BinaryPath selects the loop for elementwise binary ops and comparisons.
-type BinaryPath uint8
-
-// The paths, from fastest to most general.
-const (
-	PathSame        BinaryPath = iota // operands have the output's shape
-	PathScalarRight                   // b is a single element
-	PathScalarLeft                    // a is a single element
-	PathBroadcast                     // general strides
-)
-
-// Instr is one lowered op application. Buffer indices refer to the
-// program's buffer table; every size is in elements unless named Bytes.
-type Instr struct {
-	Op      graph.Op
-	Node    int    // graph node id
-	Owner   string // the node's owner
-	Site    string // the user's file:line
-	DType   tensor.DType
-	InDType tensor.DType // dtype of the first input (casts, comparisons)
-	Out     int
-	In      []int
-	Shape   []int // output shape
-
-	Path               BinaryPath
-	AStrides, BStrides []int // broadcasting strides of the inputs into Shape
-	CStrides           []int // where: strides of the condition
-
-	M, N, K, Batch     int // matmul: per-batch op(a) [M,K] · op(b) [K,N]
-	TransA, TransB     bool
-	SharedB            bool // matmul: b is one matrix for every batch element
-	Rows, Cols         int  // softmax family; reductions with one reduced block
-	XShape, DstStrides []int
-	Scale              float64 // reduce_mean: 1/count
-	Perm               []int   // transpose (input shape in XShape)
-	Starts, Ends       []int   // slice (input shape in XShape), unslice (output shape in Shape)
-	Outer              int     // concat
-	Inners             []int   // concat: inner sizes of each part
-	RowSize            int     // gather, scatter_add
-	Depth              int     // one_hot
-	Geom               kernels.ConvGeom
-	F                  int // conv: output channels
-	Work               int // workspace buffer, or -1
-	Rate               float64
-	Seed               uint64
-	Fused              *Fused // OpFused: the chain; In lists its leaves
-	Pair               int    // all_reduce_wait: the index of its all_reduce_start
-	BF16               bool   // matmul, conv: bfloat16 operands, float32 sums
-
-	// ReluMask: a max_pool2d_grad whose result goes through ReluGrad by
-	// its input x (compile fuses ReluGrad(x, MaxPool2DGrad(x, dy))) and
-	// runs as kernels.MaxPool2DReluGrad.
-	ReluMask bool
-}
 
 // collective runs a reduce-scatter or an all-gather; with a single
 // process (no Comm) the block is the whole and the gather a copy.
@@ -78,64 +25,17 @@ func (b *Bound) collective() error {
 		err = b.Comm.AllGather(b.in[0], b.out)
 	}
 	if err != nil {
-		return b.fail("%s over %d processes: %v", b.Op, b.Comm.Size(), err)
+		return b.failed(err, "%s over %d processes", b.Op, b.Comm.Size())
 	}
 	return nil
 }
 
-// NeedsWork reports whether the instruction uses a workspace buffer.
-func (in *Instr) NeedsWork() bool {
-	switch in.Op {
-	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter, graph.OpFused:
-		return true
-	}
-	return false
-}
-
-// RunError is a data error found while running an instruction.
-type RunError struct {
-	Op    graph.Op
-	Owner string
-	Site  string
-	Msg   string
-}
-
-func (e *RunError) Error() string {
-	s := fmt.Sprintf("%s (%s", e.Op, e.Owner)
-	if e.Site != "" {
-		s += ", built at " + e.Site
-	}
-	return s + "): " + e.Msg
-}
-
-// Collective is what an all-reduce instruction needs of the processes of a
-// data-parallel run (dist.Comm provides it).
-type Collective interface {
-	Rank() int
-	Size() int
-	// AllReduceSum sums buf's float32 or float64 elements over every
-	// process, in place.
-	AllReduceSum(buf []byte, dtype tensor.DType) error
-	// ReduceScatterSum sums send over every process; recv gets this
-	// process's block (send is Size()·len(recv) bytes).
-	ReduceScatterSum(send, recv []byte, dtype tensor.DType) error
-	// AllGather concatenates every process's send into recv, in rank order.
-	AllGather(send, recv []byte) error
-	// Start begins summing buf over every process, in place, and returns
-	// at once; the request's Wait completes it. buf is not touched until
-	// then.
-	Start(buf []byte, dtype tensor.DType) (Request, error)
-}
-
-// Request is an all-reduce in flight (dist.Request is the same type).
-type Request = interface{ Wait() error }
-
 // Bound is an Instr bound to the bytes of its buffers, ready to run.
 type Bound struct {
 	// Comm runs all-reduce instructions; nil means a single process.
-	Comm Collective
+	Comm runtime.Collective
 
-	*Instr
+	*compile.Instr
 	out   []byte
 	in    [3][]byte
 	work  []byte
@@ -145,14 +45,16 @@ type Bound struct {
 	leafSlot  []int    // fused: workspace slot of each non-full leaf
 
 	// all_reduce_start: the all-reduce in flight (nil when none);
-	// all_reduce_wait: its start (see Link)
-	req   Request
+	// all_reduce_wait: its start (see link)
+	req   runtime.Request
 	start *Bound
 	// all_reduce_wait: over every run, how long its all-reduces took (where
 	// the Request reports it) and how long this instruction waited for them
 	took, waited time.Duration
 
 	castParts int // a cast split over the kernels' threads: into this many
+
+	geom kernels.ConvGeom // convolution and pooling: the instruction's Geom
 }
 
 // tookWaiter is a Request that reports how long its collective took
@@ -161,12 +63,12 @@ type tookWaiter interface {
 	WaitTook() (time.Duration, error)
 }
 
-// AllReduceTimes sums, over the all_reduce_wait instructions of bound and
+// allReduceTimes sums, over the all_reduce_wait instructions of bound and
 // every run so far, how long their all-reduces took from start to
 // completion (where the communicator reports it) and how long the step
 // waited for them: the difference is the time the all-reduces were hidden
 // behind computation.
-func AllReduceTimes(bound []Bound) (took, waited time.Duration) {
+func allReduceTimes(bound []Bound) (took, waited time.Duration) {
 	for i := range bound {
 		took += bound[i].took
 		waited += bound[i].waited
@@ -174,9 +76,9 @@ func AllReduceTimes(bound []Bound) (took, waited time.Duration) {
 	return took, waited
 }
 
-// Link connects every all_reduce_wait of bound (a program's instructions,
+// link connects every all_reduce_wait of bound (a program's instructions,
 // in order) to its all_reduce_start.
-func Link(bound []Bound) {
+func link(bound []Bound) {
 	for i := range bound {
 		if bound[i].Op == graph.OpAllReduceWait {
 			bound[i].start = &bound[bound[i].Pair]
@@ -184,10 +86,10 @@ func Link(bound []Bound) {
 	}
 }
 
-// Abandon completes every all-reduce still in flight in bound, after a step
+// abandon completes every all-reduce still in flight in bound, after a step
 // failed between a start and its wait: the processes stay in step and no
 // buffer is written behind the caller's back. It returns the first error.
-func Abandon(bound []Bound) error {
+func abandon(bound []Bound) error {
 	var first error
 	for i := range bound {
 		if r := bound[i].req; r != nil {
@@ -200,9 +102,9 @@ func Abandon(bound []Bound) error {
 	return first
 }
 
-// Bind binds in to bufs, the bytes of every buffer of the program.
-func Bind(in *Instr, bufs [][]byte) Bound {
-	b := Bound{Instr: in, out: bufs[in.Out]}
+// bind binds in to bufs, the bytes of every buffer of the program.
+func bind(in *compile.Instr, bufs [][]byte) Bound {
+	b := Bound{Instr: in, out: bufs[in.Out], geom: kernels.ConvGeom(in.Geom)}
 	if in.Work >= 0 && in.Work < len(bufs) {
 		b.work = bufs[in.Work]
 	}
@@ -217,7 +119,7 @@ func Bind(in *Instr, bufs [][]byte) Bound {
 		slot := 0
 		for i, id := range in.In {
 			b.leafViews[i] = bufs[id]
-			if in.Fused.Leaves[i].Kind.inWorkspace() {
+			if inWorkspace(in.Fused.Leaves[i].Kind) {
 				b.leafSlot[i] = slot
 				slot++
 			}
@@ -251,7 +153,12 @@ func views[T any](parts [][]byte) [][]T {
 }
 
 func (b *Bound) fail(format string, args ...any) error {
-	return &RunError{Op: b.Op, Owner: b.Owner, Site: b.Site, Msg: fmt.Sprintf(format, args...)}
+	return &runtime.RunError{Op: b.Op, Owner: b.Owner, Site: b.Site, Msg: fmt.Sprintf(format, args...)}
+}
+
+// failed returns a *runtime.RunError that wraps err, a collective's error.
+func (b *Bound) failed(err error, format string, args ...any) error {
+	return &runtime.RunError{Op: b.Op, Owner: b.Owner, Site: b.Site, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
 // Run executes the instruction. It does not allocate unless it fails.
@@ -267,7 +174,7 @@ func (b *Bound) Run() error {
 			return nil
 		}
 		if err := b.Comm.AllReduceSum(b.out, b.DType); err != nil {
-			return b.fail("all-reduce over %d processes: %v", b.Comm.Size(), err)
+			return b.failed(err, "all-reduce over %d processes", b.Comm.Size())
 		}
 		return nil
 	case graph.OpReduceScatter, graph.OpAllGather:
@@ -284,14 +191,14 @@ func (b *Bound) Run() error {
 		}
 		req, err := b.Comm.Start(b.out, b.DType)
 		if err != nil {
-			return b.fail("starting the all-reduce over %d processes: %v", b.Comm.Size(), err)
+			return b.failed(err, "starting the all-reduce over %d processes", b.Comm.Size())
 		}
 		b.req = req
 		return nil
 	case graph.OpAllReduceWait:
 		s := b.start
 		if s == nil {
-			return b.fail("not linked to its all_reduce_start (exec.Link)")
+			return b.fail("not linked to its all_reduce_start (link)")
 		}
 		if s.req == nil {
 			return nil // one process: the start copied
@@ -309,7 +216,7 @@ func (b *Bound) Run() error {
 		}
 		b.waited += time.Since(t0)
 		if err != nil {
-			return b.fail("all-reduce over %d processes: %v", b.Comm.Size(), err)
+			return b.failed(err, "all-reduce over %d processes", b.Comm.Size())
 		}
 		return nil
 	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual:

@@ -1,6 +1,7 @@
-package exec
+package cpu
 
 import (
+	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
@@ -41,19 +42,19 @@ func compute[T kernels.Float](b *Bound) error {
 		case graph.OpConv2DBackpropFilter:
 			conv = kernels.Conv2DBackpropFilter[T]
 		}
-		conv(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.Geom, b.F)
+		conv(dst, x, tensor.As[T](b.in[1]), tensor.As[T](b.work), b.geom, b.F)
 	case graph.OpMaxPool2D:
-		kernels.MaxPool2D(dst, x, b.Geom)
+		kernels.MaxPool2D(dst, x, b.geom)
 	case graph.OpMaxPool2DGrad:
 		if b.ReluMask {
-			kernels.MaxPool2DReluGrad(dst, x, tensor.As[T](b.in[1]), b.Geom)
+			kernels.MaxPool2DReluGrad(dst, x, tensor.As[T](b.in[1]), b.geom)
 		} else {
-			kernels.MaxPool2DGrad(dst, x, tensor.As[T](b.in[1]), b.Geom)
+			kernels.MaxPool2DGrad(dst, x, tensor.As[T](b.in[1]), b.geom)
 		}
 	case graph.OpAvgPool2D:
-		kernels.AvgPool2D(dst, x, b.Geom)
+		kernels.AvgPool2D(dst, x, b.geom)
 	case graph.OpAvgPool2DGrad:
-		kernels.AvgPool2DGrad(dst, x, b.Geom)
+		kernels.AvgPool2DGrad(dst, x, b.geom)
 	case graph.OpReluGrad:
 		kernels.ReluGrad(dst, x, tensor.As[T](b.in[1]))
 	case graph.OpSigmoidGrad:
@@ -63,11 +64,11 @@ func compute[T kernels.Float](b *Bound) error {
 	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
 		op, y := binaryOp(b.Op), tensor.As[T](b.in[1])
 		switch b.Path {
-		case PathSame:
+		case compile.PathSame:
 			kernels.Binary(op, dst, x, y)
-		case PathScalarRight:
+		case compile.PathScalarRight:
 			kernels.BinaryScalar(op, dst, x, y[0])
-		case PathScalarLeft:
+		case compile.PathScalarLeft:
 			kernels.ScalarBinary(op, dst, x[0], y)
 		default:
 			kernels.BinaryBroadcast(op, dst, x, y, b.Shape, b.AStrides, b.BStrides)
@@ -177,5 +178,5 @@ func (b *Bound) convBF16() {
 		conv = kernels.Conv2DBackpropFilterBF16
 	}
 	f32 := tensor.As[float32]
-	conv(f32(b.out), f32(b.in[0]), f32(b.in[1]), f32(b.work), b.Geom, b.F)
+	conv(f32(b.out), f32(b.in[0]), f32(b.in[1]), f32(b.work), b.geom, b.F)
 }

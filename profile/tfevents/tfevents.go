@@ -1,4 +1,4 @@
-package profile
+package tfevents
 
 import (
 	"bufio"
@@ -44,7 +44,7 @@ type FormatError struct {
 }
 
 func (e *FormatError) Error() string {
-	return fmt.Sprintf("profile: event file %s: record at byte %d: %s", e.Path, e.Offset, e.Reason)
+	return fmt.Sprintf("tfevents: event file %s: record at byte %d: %s", e.Path, e.Offset, e.Reason)
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -133,7 +133,7 @@ type EventWriter struct {
 // appended if that name is taken), and writes the file_version record.
 func NewEventWriter(dir string) (*EventWriter, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("profile: event file directory: %w", err)
+		return nil, fmt.Errorf("tfevents: event file directory: %w", err)
 	}
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -150,7 +150,7 @@ func NewEventWriter(dir string) (*EventWriter, error) {
 		path = base + "." + strconv.Itoa(i)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("profile: creating event file: %w", err)
+		return nil, fmt.Errorf("tfevents: creating event file: %w", err)
 	}
 	w := &EventWriter{f: f, w: bufio.NewWriter(f), path: path}
 	w.write(&Event{WallTime: wallTime(time.Now()), FileVersion: FileVersion})
@@ -178,12 +178,12 @@ func (w *EventWriter) write(e *Event) error {
 		return w.err
 	}
 	if w.f == nil {
-		return fmt.Errorf("profile: event file %s is closed", w.path)
+		return fmt.Errorf("tfevents: event file %s is closed", w.path)
 	}
 	w.event = appendEvent(w.event[:0], e)
 	w.frame = appendRecord(w.frame[:0], w.event)
 	if _, err := w.w.Write(w.frame); err != nil {
-		w.err = fmt.Errorf("profile: writing event file %s: %w", w.path, err)
+		w.err = fmt.Errorf("tfevents: writing event file %s: %w", w.path, err)
 	}
 	return w.err
 }
@@ -197,7 +197,7 @@ func (w *EventWriter) Flush() error {
 		return nil
 	}
 	if err := w.w.Flush(); err != nil {
-		w.err = fmt.Errorf("profile: writing event file %s: %w", w.path, err)
+		w.err = fmt.Errorf("tfevents: writing event file %s: %w", w.path, err)
 	}
 	return w.err
 }
@@ -209,7 +209,7 @@ func (w *EventWriter) Close() error {
 	}
 	err := w.Flush()
 	if cerr := w.f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("profile: closing event file %s: %w", w.path, cerr)
+		err = fmt.Errorf("tfevents: closing event file %s: %w", w.path, cerr)
 	}
 	w.f = nil
 	return err
@@ -223,7 +223,7 @@ func wallTime(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 func ReadEvents(path string) ([]Event, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("profile: reading event file: %w", err)
+		return nil, fmt.Errorf("tfevents: reading event file: %w", err)
 	}
 	return parseEvents(path, data)
 }

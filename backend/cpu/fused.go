@@ -1,69 +1,23 @@
-package exec
+package cpu
 
 import (
+	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// FusedChunk is the number of elements a fused instruction computes at a
-// time: every intermediate of the chain lives in a register of this many
-// elements (in the instruction's workspace), so a chain of k ops reads its
-// inputs and writes its output once instead of k times.
-const FusedChunk = 512
-
-// LeafKind says how a fused chain's input maps onto the output's elements.
-type LeafKind uint8
-
-// The leaf kinds.
-const (
-	LeafFull     LeafKind = iota // element i of the output reads element i
-	LeafScalar                   // one value for every element
-	LeafPeriodic                 // element i reads element i mod Period (a bias over the last axes)
-	LeafCond                     // a Bool scalar, the condition of a Where step (read as one byte)
-)
-
-// FusedLeaf is one input of a fused chain.
-type FusedLeaf struct {
-	Kind   LeafKind
-	Period int
+// fusedScratchElems returns the workspace elements the chain needs: for
+// each thread, its registers and a chunk for each leaf that is not read in
+// place.
+func fusedScratchElems(f *compile.Fused) int {
+	return slotElems(f) * max(1, f.Threads)
 }
 
-// FusedStep is one op of a fused chain: Dst = Op(A, B), or for OpWhere
-// Dst = A ? B : C with A a LeafCond leaf (a step guard: mixed float16
-// training keeps a variable's old value when the step overflowed).
-// Operands >= 0 are registers, < 0 are leaves (-1 is leaf 0); Dst < 0 is
-// the output.
-type FusedStep struct {
-	Op      graph.Op
-	Dst     int
-	A, B, C int
-	OwnerID int // the graph node the step computes
-}
-
-// Fused is the program of a fused instruction.
-type Fused struct {
-	Steps   []FusedStep
-	Leaves  []FusedLeaf
-	Regs    int
-	Chunk   int // elements per pass: min(FusedChunk, the output's size)
-	Threads int // threads the chain is split over (each has its own registers)
-}
-
-// ParallelMin is the smallest output, in elements, that a fused chain is
-// split across threads for: below it the hand-off costs more than it saves.
-const ParallelMin = 1 << 16
-
-// ScratchElems returns the workspace elements the chain needs: for each
-// thread, its registers and a chunk for each leaf that is not read in place.
-func (f *Fused) ScratchElems() int {
-	return f.slotElems() * max(1, f.Threads)
-}
-
-func (f *Fused) slotElems() int {
+func slotElems(f *compile.Fused) int {
 	n := f.Regs
 	for _, l := range f.Leaves {
-		if l.Kind.inWorkspace() {
+		if inWorkspace(l.Kind) {
 			n++
 		}
 	}
@@ -73,7 +27,7 @@ func (f *Fused) slotElems() int {
 // inWorkspace reports whether a leaf of kind k is staged in a workspace
 // chunk (scalars and periodic leaves); full leaves are read in place and a
 // condition is one byte read once.
-func (k LeafKind) inWorkspace() bool { return k == LeafScalar || k == LeafPeriodic }
+func inWorkspace(k compile.LeafKind) bool { return k == compile.LeafScalar || k == compile.LeafPeriodic }
 
 // runFused runs the chain over elements [lo, hi) with the registers of
 // thread slot.
@@ -81,14 +35,14 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 	f := b.Fused
 	out := tensor.As[T](b.out)
 	work := tensor.As[T](b.work)
-	work = work[slot*f.slotElems() : (slot+1)*f.slotElems()]
+	work = work[slot*slotElems(f) : (slot+1)*slotElems(f)]
 	leaves := b.leafViews
 	// Registers and broadcast leaves live in the workspace, one chunk each.
 	chunk := f.Chunk
 	reg := func(r int) []T { return work[r*chunk : (r+1)*chunk] }
 	leafReg := func(k int) []T { return work[(f.Regs+b.leafSlot[k])*chunk : (f.Regs+b.leafSlot[k]+1)*chunk] }
 	for k, l := range f.Leaves {
-		if l.Kind == LeafScalar {
+		if l.Kind == compile.LeafScalar {
 			kernels.Fill(leafReg(k), tensor.As[T](leaves[k])[0])
 		}
 	}
@@ -100,9 +54,9 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 			}
 			k := -x - 1
 			switch f.Leaves[k].Kind {
-			case LeafFull:
+			case compile.LeafFull:
 				return tensor.As[T](leaves[k])[i : i+n]
-			case LeafScalar:
+			case compile.LeafScalar:
 				return leafReg(k)[:n]
 			}
 			// periodic: copy the segment(s) of the period this chunk covers

@@ -1,0 +1,32 @@
+package cpu
+
+import (
+	"fmt"
+	"time"
+)
+
+// program is a compiled program bound to host memory.
+type program struct {
+	name  string
+	bound []Bound
+}
+
+// Run executes every instruction in order. It allocates nothing unless a
+// step fails on bad data.
+func (p *program) Run() error {
+	for i := range p.bound {
+		if err := p.bound[i].Run(); err != nil {
+			// all-reduces in flight complete before the step returns: their
+			// buffers are the arena's, and the other processes wait for them
+			if aerr := abandon(p.bound); aerr != nil {
+				err = fmt.Errorf("%w (and completing the all-reduces in flight: %w)", err, aerr)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// AllReduceTimes returns how long the program's all-reduces took and how
+// long it waited for them, over every run so far.
+func (p *program) AllReduceTimes() (took, waited time.Duration) { return allReduceTimes(p.bound) }

@@ -1,0 +1,115 @@
+package cpu
+
+import (
+	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/runtime"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// Target is the host backend: compile's Target and runtime's Backend over
+// host memory.
+type Target struct {
+	threads int
+}
+
+var _ runtime.Backend = (*Target)(nil)
+
+// New returns the host backend, planning fused chains for threads threads
+// (<= 0: one). Set kernels.SetThreads to match: the kernels run on its
+// worker pool.
+func New(threads int) *Target { return &Target{threads: max(1, threads)} }
+
+// NewEngine returns an engine on the host backend with a ledger named
+// "cpu" under budget bytes (<= 0: no budget), planning for threads threads.
+func NewEngine(threads int, budget int64) *runtime.Engine {
+	return runtime.NewEngine(New(threads), budget)
+}
+
+// Name returns "cpu".
+func (t *Target) Name() string { return "cpu" }
+
+// Threads returns the threads fused chains are planned for.
+func (t *Target) Threads() int { return t.threads }
+
+// Fuses reports true: the host runs every fusion.
+func (t *Target) Fuses(compile.Fusion) bool { return true }
+
+// FusedChunk is the number of elements a fused instruction computes at a
+// time: every intermediate of the chain lives in a register of this many
+// elements (in the instruction's workspace), so a chain of k ops reads its
+// inputs and writes its output once instead of k times.
+const FusedChunk = 512
+
+// ParallelMin is the smallest output, in elements, that a fused chain is
+// split across threads for: below it the hand-off costs more than it saves.
+const ParallelMin = 1 << 16
+
+// ConvWorkspaceLimit bounds the im2col workspace of one convolution: the
+// kernel lowers as many images at a time as fit (at least one).
+const ConvWorkspaceLimit = 8 << 20
+
+// Lower sets a fused chain's chunk and threads and returns the workspace
+// of fused chains (registers) and convolutions (im2col rows).
+func (t *Target) Lower(it *compile.Instr) int64 {
+	switch it.Op {
+	case graph.OpFused:
+		f := it.Fused
+		size := tensor.Shape(it.Shape).Size()
+		f.Chunk, f.Threads = max(1, min(FusedChunk, size)), 1
+		if size >= ParallelMin {
+			f.Threads = t.threads
+		}
+		return int64(fusedScratchElems(f) * it.DType.Size())
+	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
+		g := kernels.ConvGeom(it.Geom)
+		per := int64(g.Im2ColSize(1) * it.DType.Size())
+		images := max(1, min(int64(g.N), ConvWorkspaceLimit/max(per, 1)))
+		return int64(g.Im2ColSize(int(images)) * it.DType.Size())
+	}
+	return 0
+}
+
+// Scratch returns 0: the kernels' packing buffers are their own.
+func (t *Target) Scratch([]compile.Instr) int64 { return 0 }
+
+// Evaluate runs it over host buffers.
+func (t *Target) Evaluate(it *compile.Instr, bufs [][]byte) error {
+	b := bind(it, bufs)
+	return b.Run()
+}
+
+// Device returns the host (mem.CPU).
+func (t *Target) Device() mem.Device { return mem.CPU() }
+
+// HostAddressable reports true.
+func (t *Target) HostAddressable() bool { return true }
+
+// Bind binds every instruction of p to typed views of its buffers.
+func (t *Target) Bind(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, comm runtime.Collective) (runtime.Bound, error) {
+	return BindHost(p, bufs, comm), nil
+}
+
+// BindHost binds p's instructions to buffers whose bytes the host can
+// address (Span.Bytes), on any device: backend/sim runs its programs so.
+func BindHost(p *compile.Program, bufs []runtime.Span, comm runtime.Collective) runtime.Bound {
+	views := make([][]byte, len(bufs))
+	for i, s := range bufs {
+		views[i] = s.Bytes()
+	}
+	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs))}
+	for i := range p.Instrs {
+		r.bound[i] = bind(&p.Instrs[i], views)
+		r.bound[i].Comm = comm
+	}
+	link(r.bound)
+	return r
+}
+
+// CopyIn copies src into dst (host memory both).
+func (t *Target) CopyIn(dst runtime.Span, src []byte) error { copy(dst.Bytes(), src); return nil }
+
+// CopyOut copies src into dst (host memory both).
+func (t *Target) CopyOut(dst []byte, src runtime.Span) error { copy(dst, src.Bytes()); return nil }

@@ -1,0 +1,140 @@
+package compile
+
+import (
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// The instruction set: what compile lowers a graph to and a backend runs.
+// An Instr is one op application with every shape, stride and size
+// precomputed; it says nothing about how or where it runs. A Target
+// completes it for its device (Target.Lower) and a backend binds it to
+// memory (package backend/cpu for the host).
+
+// BinaryPath selects the loop for elementwise binary ops and comparisons.
+type BinaryPath uint8
+
+// The paths, from fastest to most general.
+const (
+	PathSame        BinaryPath = iota // operands have the output's shape
+	PathScalarRight                   // b is a single element
+	PathScalarLeft                    // a is a single element
+	PathBroadcast                     // general strides
+)
+
+// Instr is one lowered op application. Buffer indices refer to the
+// program's buffer table; every size is in elements unless named Bytes.
+type Instr struct {
+	Op      graph.Op
+	Node    int    // graph node id
+	Owner   string // the node's owner
+	Site    string // the user's file:line
+	DType   tensor.DType
+	InDType tensor.DType // dtype of the first input (casts, comparisons)
+	Out     int
+	In      []int
+	Shape   []int // output shape
+
+	Path               BinaryPath
+	AStrides, BStrides []int // broadcasting strides of the inputs into Shape
+	CStrides           []int // where: strides of the condition
+
+	M, N, K, Batch     int // matmul: per-batch op(a) [M,K] · op(b) [K,N]
+	TransA, TransB     bool
+	SharedB            bool // matmul: b is one matrix for every batch element
+	Rows, Cols         int  // softmax family; reductions with one reduced block
+	XShape, DstStrides []int
+	Scale              float64 // reduce_mean: 1/count
+	Perm               []int   // transpose (input shape in XShape)
+	Starts, Ends       []int   // slice (input shape in XShape), unslice (output shape in Shape)
+	Outer              int     // concat
+	Inners             []int   // concat: inner sizes of each part
+	RowSize            int     // gather, scatter_add
+	Depth              int     // one_hot
+	Geom               Window  // convolution and pooling
+	F                  int     // conv: output channels
+	Work               int     // workspace buffer, or -1
+	Rate               float64
+	Seed               uint64
+	Fused              *Fused // OpFused: the chain; In lists its leaves
+	Pair               int    // all_reduce_wait: the index of its all_reduce_start
+	BF16               bool   // matmul, conv: bfloat16 operands, float32 sums
+
+	// ReluMask: a max_pool2d_grad whose result goes through ReluGrad by
+	// its input x (compile fuses ReluGrad(x, MaxPool2DGrad(x, dy)), when
+	// the Target runs FusePoolReluGrad).
+	ReluMask bool
+}
+
+// Window is the geometry of a convolution or pooling window over an NHWC
+// input, with Keras/TensorFlow padding: "valid" has none; "same" pads
+// P = max((O-1)·S + K - I, 0) in all along a dimension, P/2 before and the
+// odd one after. Its fields are those of kernels.ConvGeom, in order, so a
+// host backend converts it as it is.
+type Window struct {
+	N, H, W, C      int // input: batch, height, width, channels
+	KH, KW          int // window
+	SH, SW          int // strides
+	PadTop, PadLeft int // zero padding before (after-padding is implied by OH/OW)
+	OH, OW          int // output height, width
+}
+
+// NewWindow returns the window geometry of attributes at over an input of
+// shape in [N, H, W, C].
+func NewWindow(in tensor.Shape, at *graph.Attr) Window {
+	w := Window{N: in[0], H: in[1], W: in[2], C: in[3], KH: at.Window[0], KW: at.Window[1], SH: at.Strides[0], SW: at.Strides[1]}
+	w.OH, w.PadTop = windowOut(w.H, w.KH, w.SH, at.Same)
+	w.OW, w.PadLeft = windowOut(w.W, w.KW, w.SW, at.Same)
+	return w
+}
+
+// windowOut returns the output length and the padding before for one
+// spatial dimension of length in, window k and stride s.
+func windowOut(in, k, s int, same bool) (out, before int) {
+	out = graph.ConvOutSize(in, k, s, same)
+	if same && out > 0 {
+		before = max((out-1)*s+k-in, 0) / 2
+	}
+	return out, before
+}
+
+// LeafKind says how a fused chain's input maps onto the output's elements.
+type LeafKind uint8
+
+// The leaf kinds.
+const (
+	LeafFull     LeafKind = iota // element i of the output reads element i
+	LeafScalar                   // one value for every element
+	LeafPeriodic                 // element i reads element i mod Period (a bias over the last axes)
+	LeafCond                     // a Bool scalar, the condition of a Where step (read as one byte)
+)
+
+// FusedLeaf is one input of a fused chain.
+type FusedLeaf struct {
+	Kind   LeafKind
+	Period int
+}
+
+// FusedStep is one op of a fused chain: Dst = Op(A, B), or for OpWhere
+// Dst = A ? B : C with A a LeafCond leaf (a step guard: mixed float16
+// training keeps a variable's old value when the step overflowed).
+// Operands >= 0 are registers, < 0 are leaves (-1 is leaf 0); Dst < 0 is
+// the output.
+type FusedStep struct {
+	Op      graph.Op
+	Dst     int
+	A, B, C int
+	OwnerID int // the graph node the step computes
+}
+
+// Fused is the program of a fused instruction: a chain of elementwise ops
+// over one shape whose intermediates live in Regs registers. Chunk and
+// Threads are the Target's choices (Target.Lower): how many elements a
+// pass computes and how many threads share the chain.
+type Fused struct {
+	Steps   []FusedStep
+	Leaves  []FusedLeaf
+	Regs    int
+	Chunk   int
+	Threads int
+}

@@ -1,0 +1,41 @@
+package compile
+
+// Target is what compile asks of the backend a program will run on: which
+// fusions it runs, how it completes each instruction and how much
+// workspace that needs, what persistent scratch its kernels hold, and how
+// to evaluate an instruction on the host (constant folding runs the same
+// instructions the runtime will). compile imports no backend: a caller
+// passes one (backend/cpu.New, backend/sim.New) in Options.Target, and
+// runtime runs the program on the same backend.
+type Target interface {
+	// Name names the target in plans and errors ("cpu", "sim").
+	Name() string
+	// Fuses reports whether the target runs fused instructions of kind f.
+	Fuses(f Fusion) bool
+	// Lower completes it for the target (for a fused chain: the chunk and
+	// the threads it splits over) and returns the bytes of workspace it
+	// needs while it runs (0: none). The planner gives the workspace an
+	// arena buffer that lives for that instruction only.
+	Lower(it *Instr) int64
+	// Scratch returns the bytes of persistent scratch the target's kernels
+	// need to run instrs (a host backend's matrix-product packing buffers,
+	// one set per thread): a buffer the runtime reserves once per engine,
+	// so that it is on the ledger and in the plan.
+	Scratch(instrs []Instr) int64
+	// Evaluate runs it on host memory: bufs[i] holds buffer i's bytes. It
+	// is called for instructions that need no workspace.
+	Evaluate(it *Instr, bufs [][]byte) error
+}
+
+// Fusion names a kind of fused instruction a Target may run.
+type Fusion uint8
+
+// The fusions.
+const (
+	// FuseElementwise: chains of elementwise ops over one shape run as one
+	// pass through memory (OpFused).
+	FuseElementwise Fusion = iota
+	// FusePoolReluGrad: ReluGrad(x, MaxPool2DGrad(x, dy)) runs as one
+	// max_pool2d_grad instruction with ReluMask set.
+	FusePoolReluGrad
+)

@@ -1,0 +1,137 @@
+package step
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// Config is what a step is built from: a model, its losses, an optimizer
+// and the options that shape the training step.
+type Config struct {
+	Model nn.Model
+	// Loss trains output 0 (nil: sparse categorical cross-entropy) when
+	// Losses is empty.
+	Loss nn.Loss
+	// Losses gives several outputs a loss each, summed with their weights
+	// (Keras' loss_weights); an output without an entry has no loss.
+	Losses    []OutputLoss
+	Optimizer optim.Optimizer // nil: Adam
+	// ClipNorm > 0 clips the gradients by their global norm.
+	ClipNorm float64
+	// Precision: "float32" (or ""), "mixed_bfloat16" or "mixed_float16"
+	// (see Storage and the loss-scaling transform).
+	Precision string
+	// Remat recomputes activations in the backward pass, keeping every
+	// ⌈√L⌉-th of the model's L layer boundaries.
+	Remat bool
+	// Seed seeds dropout masks (initial weights are drawn elsewhere).
+	Seed uint64
+	// Ranks > 1 builds one process's step of a data-parallel run of Ranks
+	// processes, this being Rank: gradients are weighted by the process's
+	// share and summed over the processes in buckets of BucketBytes (0:
+	// DefaultBucketBytes), or, with ShardOptimizer, reduce-scattered to a
+	// ZeRO-1 update of this process's block of each parameter.
+	Ranks, Rank    int
+	ShardOptimizer bool
+	BucketBytes    int64
+	// Target is the backend the step is compiled for (required by Compile).
+	Target compile.Target
+	// Extra transforms run after the built-in ones' Grad hooks would, but
+	// before the update (a user's gradient noise, a custom clipping).
+	Extra []Transform
+}
+
+// OutputLoss is the loss of one model output and its weight in the total.
+type OutputLoss struct {
+	Output int
+	Loss   nn.Loss
+	Weight float64 // 0: 1
+}
+
+// Precisions are the precision policies a step can be built with.
+var Precisions = []string{"float32", "mixed_bfloat16", "mixed_float16"}
+
+// Check returns an error for a configuration no step can be built from.
+func (c *Config) Check() error {
+	if c.Model == nil {
+		return errors.New("step: no model")
+	}
+	switch c.Precision {
+	case "", "float32", "mixed_bfloat16", "mixed_float16":
+	default:
+		return fmt.Errorf("step: unknown precision %q (float32, mixed_bfloat16, mixed_float16)", c.Precision)
+	}
+	if c.sharded() && (c.ClipNorm > 0 || c.LossScaling()) {
+		return errors.New("step: a sharded optimizer state does not combine with gradient clipping or mixed_float16 loss scaling yet")
+	}
+	if c.Ranks > 1 && (c.Rank < 0 || c.Rank >= c.Ranks) {
+		return fmt.Errorf("step: rank %d of %d processes", c.Rank, c.Ranks)
+	}
+	for _, l := range c.Losses {
+		if l.Loss == nil {
+			return fmt.Errorf("step: output %d has a nil loss", l.Output)
+		}
+	}
+	return nil
+}
+
+// losses returns the outputs' losses: Losses, or Loss (default sparse
+// categorical cross-entropy) on output 0.
+func (c *Config) losses() []OutputLoss {
+	if len(c.Losses) > 0 {
+		return c.Losses
+	}
+	l := c.Loss
+	if l == nil {
+		l = nn.SparseCategoricalCrossentropy{}
+	}
+	return []OutputLoss{{Output: 0, Loss: l, Weight: 1}}
+}
+
+func (c *Config) optimizer() optim.Optimizer {
+	if c.Optimizer == nil {
+		return &optim.Adam{}
+	}
+	return c.Optimizer
+}
+
+// Storage returns the dtype saved activations are kept in under the
+// precision policy (Invalid for float32).
+func (c *Config) Storage() tensor.DType {
+	switch c.Precision {
+	case "mixed_bfloat16":
+		return tensor.BFloat16
+	case "mixed_float16":
+		return tensor.Float16
+	}
+	return tensor.Invalid
+}
+
+// LossScaling reports whether the step scales its loss (mixed_float16).
+func (c *Config) LossScaling() bool { return c.Precision == "mixed_float16" }
+
+func (c *Config) sharded() bool { return c.ShardOptimizer && c.Ranks > 1 }
+
+// DefaultBucketBytes is the gradient bucket size of a data-parallel run
+// when Config.BucketBytes is 0.
+//
+// PyTorch DDP's buckets are 25 MiB (the first 1 MiB) and Horovod fuses up
+// to 64 MiB; both aim at networks where each all-reduce has a high fixed
+// cost. Between processes of one machine (Open MPI's shared-memory
+// transport) an all-reduce costs tens of microseconds plus the copy, so
+// smaller buckets win: the first ones start earlier in backward, and the
+// models of this project would fit one 25 MiB bucket, which cannot overlap
+// anything. A gradient larger than the limit is a bucket of its own.
+const DefaultBucketBytes = 1 << 20
+
+func (c *Config) bucketBytes() int64 {
+	if c.BucketBytes > 0 {
+		return c.BucketBytes
+	}
+	return DefaultBucketBytes
+}

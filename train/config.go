@@ -1,0 +1,168 @@
+package train
+
+import (
+	"github.com/headroom-ml/headroom/backend/cpu"
+	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/runtime"
+	"github.com/headroom-ml/headroom/step"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// Config describes a training run (Keras' compile and fit arguments).
+type Config struct {
+	// Model is any nn.Model. Fit feeds it from data.Examples, which hold
+	// one input per example: the model must have one input.
+	Model     nn.Model
+	Loss      nn.Loss         // nil: sparse categorical cross-entropy
+	Optimizer optim.Optimizer // nil: Adam
+	Schedule  optim.Schedule  // nil: constant 1e-3
+	ClipNorm  float64         // > 0: clip gradients by global norm
+	Epochs    int
+	Batch     int
+	Seed      uint64
+	Budget    int64 // bytes; <= 0: no budget
+	// EvalBatch is the batch size of evaluation (0: Batch).
+	EvalBatch int
+	// Validation, when set, is evaluated at the end of each epoch.
+	Validation *data.Examples
+	Callbacks  []Callback
+	// CheckpointDir, when set, receives a checkpoint at each epoch end;
+	// with Resume, training continues from the newest one there.
+	CheckpointDir   string
+	Resume          bool
+	KeepCheckpoints int // 0: keep 3
+	// Warmup steps are left out of SamplesPerSec (20, as the peers).
+	Warmup int
+	// Threads is how many threads the step's kernels are planned for (0:
+	// one); set kernels.SetThreads to match.
+	Threads int
+	// Backend runs the steps (nil: the host, backend/cpu, planned for
+	// Threads). backend/sim runs them on a simulated device.
+	Backend runtime.Backend
+	// MaxSteps, when > 0, ends training after that many optimizer steps
+	// (the epoch in progress ends there).
+	MaxSteps int64
+	// ShardOptimizer keeps 1/Size of the optimizer state on each process
+	// (ZeRO stage 1; with Comm only, and not with ClipNorm or mixed_float16).
+	ShardOptimizer bool
+	// Comm, when it has more than one process, makes the run data-parallel:
+	// each process trains on its share of every batch (Batch is the global
+	// batch, as Keras' tf.distribute; each runs Batch/Size), gradients are
+	// summed over the processes (weighted by their shares, so the update is
+	// the one batch's) in buckets whose all-reduce starts as soon as
+	// backward has produced them, weights start from rank 0's, and only
+	// rank 0 writes checkpoints. dist.Comm provides it.
+	Comm Collective
+	// BucketBytes is the size of a gradient bucket of a data-parallel run
+	// (0: step.DefaultBucketBytes).
+	BucketBytes int64
+	// StrictMemory makes memory growth after the first epoch an error
+	// (*LeakError) instead of a warning in History.Leaks; NoWatchdog turns
+	// the check off (it forces two garbage collections per epoch).
+	StrictMemory bool
+	NoWatchdog   bool
+	// Precision is "float32" (or ""), "mixed_bfloat16" or "mixed_float16":
+	// weights, optimizer state, the loss and the logits stay float32; each
+	// other layer output is kept for the backward pass as a 16-bit copy.
+	// mixed_float16 adds dynamic loss scaling (PyTorch GradScaler's
+	// defaults: scale 65536, halved and the step skipped when a gradient is
+	// not finite, doubled after 2000 good steps).
+	Precision string
+	// Remat recomputes activations in the backward pass instead of keeping
+	// them, but for every ⌈√L⌉-th layer output (gradient checkpointing).
+	Remat bool
+	// Accumulate, when > 1, splits each batch into that many equal
+	// micro-batches whose gradients are summed before one update (the
+	// effective batch stays Batch). BatchNormalization sees each
+	// micro-batch as a batch, as with Keras' gradient_accumulation_steps.
+	Accumulate int
+}
+
+// Collective is what a data-parallel run needs of its processes.
+type Collective interface {
+	runtime.Collective
+	Broadcast(buf []byte, root int) error
+}
+
+// Loss scaling constants: torch.cuda.amp.GradScaler's defaults.
+const (
+	initLossScale  = 65536
+	growthInterval = 2000
+)
+
+func (c *Config) defaults() {
+	if c.Loss == nil {
+		c.Loss = nn.SparseCategoricalCrossentropy{}
+	}
+	if c.Optimizer == nil {
+		c.Optimizer = &optim.Adam{}
+	}
+	if c.Schedule == nil {
+		c.Schedule = optim.Constant(1e-3)
+	}
+	if c.Warmup == 0 {
+		c.Warmup = 20
+	}
+	if c.KeepCheckpoints == 0 {
+		c.KeepCheckpoints = 3
+	}
+	if c.Backend == nil {
+		c.Backend = cpu.New(c.Threads)
+	}
+}
+
+// stepConfig is the step builder's configuration of the run.
+func (c *Config) stepConfig() step.Config {
+	s := step.Config{Model: c.Model, Loss: c.Loss, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: c.Precision,
+		Remat: c.Remat, Seed: c.Seed, Target: c.Backend, ShardOptimizer: c.ShardOptimizer, BucketBytes: c.BucketBytes}
+	if c.ranks() > 1 {
+		s.Ranks, s.Rank = c.ranks(), c.Comm.Rank()
+	}
+	return s
+}
+
+// evalBatch is the evaluation batch size: EvalBatch, or the (micro-)batch
+// of one process (each process evaluates the whole set, as they all hold
+// the same weights).
+func (c *Config) evalBatch() int {
+	if c.EvalBatch > 0 {
+		return c.EvalBatch
+	}
+	return max(1, c.Batch/c.accumulate()/c.ranks())
+}
+
+// ranks returns the number of processes of the run (1 without Comm).
+func (c *Config) ranks() int {
+	if c.Comm == nil {
+		return 1
+	}
+	return max(1, c.Comm.Size())
+}
+
+// accumulate is the number of micro-batches per update (at least 1).
+func (c *Config) accumulate() int { return max(1, c.Accumulate) }
+
+func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" }
+
+// sharded reports whether the optimizer state is sharded over the
+// processes (ZeRO stage 1).
+func (c *Config) sharded() bool { return c.ShardOptimizer && c.ranks() > 1 }
+
+// input returns the model's one input (Examples feed one).
+func (c *Config) input() (nn.Input, bool) {
+	ins := c.Model.Inputs()
+	if len(ins) != 1 {
+		return nn.Input{}, false
+	}
+	return ins[0], true
+}
+
+// inputDType returns the dtype of the model's first input.
+func (c *Config) inputDType() tensor.DType {
+	if in, ok := c.input(); ok {
+		return in.Type()
+	}
+	return tensor.Float32
+}

@@ -1,0 +1,85 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/runtime"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// initWeights draws every variable's initial value from the model seed.
+func (t *Trainer) initWeights() error {
+	g := graph.New()
+	ctx := nn.NewContext(g, true, t.cfg.Seed)
+	err := graph.Catch(func() {
+		var ins []*graph.Node
+		for _, in := range t.cfg.Model.Inputs() {
+			ins = append(ins, g.Input(in.Name, in.Type(), append(tensor.Shape{1}, in.Shape...)))
+		}
+		t.cfg.Model.Build(ctx, ins)
+	})
+	if err != nil {
+		return err
+	}
+	for name, init := range ctx.Init {
+		v, ok := t.engine.Variable(name)
+		if !ok {
+			continue
+		}
+		err := update(v, func(x tensor.Tensor) error { nn.InitTensor(init, t.cfg.Seed, name, x); return nil })
+		if err != nil {
+			return err
+		}
+	}
+	return nil // optimizer state starts at zero, as the engine made it
+}
+
+// update runs f on a host tensor holding v's value and writes the result
+// back: v's own memory on the host, a copy through the backend's copies on
+// a device.
+func update(v *runtime.Variable, f func(x tensor.Tensor) error) error {
+	x, err := hostValue(v)
+	if err != nil {
+		return err
+	}
+	if err := f(x); err != nil {
+		return err
+	}
+	if v.Engine().Backend().HostAddressable() {
+		return nil
+	}
+	return v.Write(x.Bytes())
+}
+
+// hostValue returns v's value on the host: a view of its memory on a
+// host-addressable backend, else a copy out of the device.
+func hostValue(v *runtime.Variable) (tensor.Tensor, error) {
+	if v.Engine().Backend().HostAddressable() {
+		return v.Tensor(), nil
+	}
+	x := tensor.New(v.DType, v.Shape)
+	if err := v.Read(x.Bytes()); err != nil {
+		return tensor.Tensor{}, fmt.Errorf("train: reading %s from the device: %w", v.Name, err)
+	}
+	return x, nil
+}
+
+// broadcastWeights gives every process rank 0's variables (a
+// data-parallel run starts, and resumes, from one set of weights).
+func (t *Trainer) broadcastWeights() error {
+	if t.cfg.ranks() == 1 {
+		return nil
+	}
+	for _, v := range t.engine.Variables() {
+		if _, sharded := t.shardOf(v); sharded {
+			continue // each process keeps its own block
+		}
+		err := update(v, func(x tensor.Tensor) error { return t.cfg.Comm.Broadcast(x.Bytes(), 0) })
+		if err != nil {
+			return fmt.Errorf("train: broadcasting %s from rank 0: %w", v.Name, err)
+		}
+	}
+	return nil
+}
