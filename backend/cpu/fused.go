@@ -27,7 +27,9 @@ func slotElems(f *compile.Fused) int {
 // inWorkspace reports whether a leaf of kind k is staged in a workspace
 // chunk (scalars and periodic leaves); full leaves are read in place and a
 // condition is one byte read once.
-func inWorkspace(k compile.LeafKind) bool { return k == compile.LeafScalar || k == compile.LeafPeriodic }
+func inWorkspace(k compile.LeafKind) bool {
+	return k == compile.LeafScalar || k == compile.LeafPeriodic
+}
 
 // runFused runs the chain over elements [lo, hi) with the registers of
 // thread slot.
