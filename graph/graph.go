@@ -231,7 +231,7 @@ func (g *Graph) add(op Op, dtype tensor.DType, shape tensor.Shape, attr Attr, in
 // Forward (nn's or the user's) or the user's own graph code.
 func callSite() string {
 	return site.Caller(2, func(fn string) bool {
-		return site.InPackages(fn, "graph", "autodiff", "optim", "train", "compile")
+		return site.InPackages(fn, "graph", "autodiff", "optim", "step", "train", "compile")
 	})
 }
 

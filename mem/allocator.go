@@ -19,6 +19,10 @@ type AllocatorOptions struct {
 	// size rounded up to PageSize. When the device cannot map a whole chunk,
 	// the allocator maps just the page-rounded request instead.
 	ChunkSize int64
+	// Site, when set, returns the file:line that asked for the memory (the
+	// user's code, past the engine's machinery); the allocator records it
+	// in the ledger for reports. Package runtime sets it.
+	Site func() string
 }
 
 // Allocator hands out Buffers from chunks (Regions) mapped from one Device,
@@ -38,6 +42,7 @@ type Allocator struct {
 	dev       Device
 	ledger    *Ledger
 	chunkSize int64
+	site      func() string
 
 	mu         sync.Mutex
 	bins       [numBins][]*block // free blocks of shared chunks, sorted by (size, address)
@@ -66,7 +71,7 @@ func NewAllocator(dev Device, ledger *Ledger, opt AllocatorOptions) *Allocator {
 	if cs <= 0 {
 		cs = DefaultChunkSize
 	}
-	a := &Allocator{dev: dev, ledger: ledger, chunkSize: RoundPage(cs)}
+	a := &Allocator{dev: dev, ledger: ledger, chunkSize: RoundPage(cs), site: opt.Site}
 	ledger.SetLargestFree(a.largestFree.Load)
 	return a
 }
@@ -152,7 +157,9 @@ func (a *Allocator) alloc(size int64, cat Category, owner string, zero bool) (*B
 		}
 		return nil, err
 	}
-	a.ledger.SetSite(cat, owner, callerSite())
+	if a.site != nil {
+		a.ledger.SetSite(cat, owner, a.site())
+	}
 	b := &Buffer{a: a, size: n, cat: cat, owner: owner, live: true}
 	if n == 0 {
 		return b, nil

@@ -46,5 +46,6 @@
 // charges its buffers to a host sub-ledger with its own budget; at epoch ends
 // the trainer compares ledger Snapshots and reports any Growth by owner.
 //
-// mem imports no other headroom package.
+// mem imports no other headroom package: call sites for reports come from the
+// caller (AllocatorOptions.Site; package runtime sets it).
 package mem

@@ -8,6 +8,7 @@ import (
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/internal/site"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -29,7 +30,7 @@ type Engine struct {
 // after the device under budget bytes (<= 0: no budget).
 func NewEngine(b Backend, budget int64) *Engine {
 	l := mem.NewLedger(b.Device().Name(), budget)
-	return New(b, mem.NewAllocator(b.Device(), l, mem.AllocatorOptions{}))
+	return New(b, mem.NewAllocator(b.Device(), l, mem.AllocatorOptions{Site: CallerSite}))
 }
 
 // New returns an engine running on backend b over alloc (memory of b's
@@ -65,9 +66,18 @@ func (e *Engine) HostLedger() *mem.Ledger {
 
 func (e *Engine) hostAlloc() *mem.Allocator {
 	if e.host == nil {
-		e.host = mem.NewAllocator(mem.CPU(), mem.NewLedger("host", 0), mem.AllocatorOptions{})
+		e.host = mem.NewAllocator(mem.CPU(), mem.NewLedger("host", 0), mem.AllocatorOptions{Site: CallerSite})
 	}
 	return e.host
+}
+
+// CallerSite returns file:line of the first caller outside headroom's
+// memory machinery (mem, runtime, the backends, step, train): who asked for
+// the memory. Engines' allocators record it in their ledgers for reports.
+func CallerSite() string {
+	return site.Caller(1, func(fn string) bool {
+		return site.InPackages(fn, "mem", "runtime", "train", "step", "backend/cpu", "backend/sim")
+	})
 }
 
 // Allocator returns the engine's allocator.

@@ -144,7 +144,7 @@ func heapSites() map[string]int64 {
 // library packages: a heap site names the first caller outside them.
 func library(fn string) bool {
 	return strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "internal/") ||
-		site.InPackages(fn, "tensor", "mem", "train", "runtime", "graph", "compile", "kernels", "nn", "optim", "autodiff", "data", "internal/exec")
+		site.InPackages(fn, "tensor", "mem", "train", "runtime", "graph", "compile", "kernels", "nn", "optim", "autodiff", "data", "step", "backend/cpu", "backend/sim")
 }
 
 // firstUser returns the name of the first function of pcs outside library.

@@ -1,0 +1,142 @@
+package layout
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/headroom-ml/headroom/"
+
+// imports returns, for every package of the module (by path relative to
+// the module root), the module packages its non-test files import.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root %s: %v", root, err)
+	}
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		rel = filepath.ToSlash(rel)
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if strings.HasPrefix(p, module) {
+				out[rel] = append(out[rel], strings.TrimPrefix(p, module))
+			} else if _, ok := out[rel]; !ok {
+				out[rel] = nil
+			}
+		}
+		if _, ok := out[rel]; !ok {
+			out[rel] = nil
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// closure returns every module package pkg imports, directly or not.
+func closure(deps map[string][]string, pkg string) map[string]bool {
+	seen := map[string]bool{}
+	var visit func(p string)
+	visit = func(p string) {
+		for _, d := range deps[p] {
+			if !seen[d] {
+				seen[d] = true
+				visit(d)
+			}
+		}
+	}
+	visit(pkg)
+	return seen
+}
+
+func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+// TestImportRules checks the seams: the planner knows no device, the model
+// vocabulary knows no planner or device, reports and data sets know no
+// trainer, and only the command imports the CLI.
+func TestImportRules(t *testing.T) {
+	deps := imports(t)
+	for _, want := range []string{"compile", "graph", "autodiff", "nn", "optim", "step", "backend/cpu", "backend/sim", "runtime", "train", "internal/cli", "cmd/headroom", "kernels", "datasets", "profile", "data"} {
+		if _, ok := deps[want]; !ok {
+			t.Fatalf("package %s not found: the test would check nothing", want)
+		}
+	}
+	rules := []struct {
+		pkgs      []string // packages (and their subpackages) the rule is about
+		forbidden []string // what they may not import, directly or not
+		why       string
+	}{
+		{[]string{"compile"}, []string{"kernels", "backend", "runtime", "cuda"},
+			"compile is device-neutral: it asks a Target"},
+		{[]string{"graph", "autodiff", "nn", "optim"}, []string{"compile", "runtime", "kernels", "backend", "cuda", "step", "train"},
+			"models and their math know no planner or device"},
+		{[]string{"step"}, []string{"runtime", "kernels", "backend", "cuda", "train"},
+			"the step builder builds graphs for any target"},
+		{[]string{"datasets", "profile"}, []string{"train"},
+			"data sets and reports do not depend on the trainer"},
+		{[]string{"mem", "tensor"}, []string{"graph", "compile", "runtime", "kernels", "backend", "train", "internal/site"},
+			"memory and tensors sit below everything"},
+	}
+	for _, r := range rules {
+		for pkg := range deps {
+			mine := false
+			for _, p := range r.pkgs {
+				mine = mine || under(pkg, p)
+			}
+			if !mine {
+				continue
+			}
+			var bad []string
+			for d := range closure(deps, pkg) {
+				for _, f := range r.forbidden {
+					if under(d, f) {
+						bad = append(bad, d)
+					}
+				}
+			}
+			sort.Strings(bad)
+			if len(bad) > 0 {
+				t.Errorf("%s imports %v (directly or not): %s", pkg, bad, r.why)
+			}
+		}
+	}
+	for pkg, ds := range deps {
+		for _, d := range ds {
+			if d == "internal/cli" && !under(pkg, "cmd") {
+				t.Errorf("%s imports internal/cli: only cmd/ may", pkg)
+			}
+		}
+	}
+}
