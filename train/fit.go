@@ -94,7 +94,10 @@ func (t *Trainer) Fit(ds *data.Examples) (*History, error) {
 // batchSource fills a step program's inputs with examples [lo, hi) of the
 // batch being trained on.
 type batchSource interface {
+	// fill feeds examples [lo, hi) of the batch; label then gives the class
+	// label of row r of what it fed.
 	fill(pr *program, lo, hi int)
+	labeler
 }
 
 // examplesSource feeds the examples idx of an in-memory data set.
@@ -102,12 +105,16 @@ type examplesSource struct {
 	data   *data.Examples
 	labels data.LabelMode
 	idx    []int
+	base   int // the first row of the last fill
 }
 
 func (s *examplesSource) fill(pr *program, lo, hi int) {
 	s.data.Fill(pr.in.x, s.idx[lo:hi])
 	s.data.FillLabels(pr.in.y, s.idx[lo:hi], s.labels)
+	s.base = lo
 }
+
+func (s *examplesSource) label(r int) int { return int(s.data.Labels[s.idx[s.base+r]]) }
 
 // fitRun is the state of one Fit call.
 type fitRun struct {
@@ -218,7 +225,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
 		}
 		loss += pr.loss.Float64At(0) * float64(size) / float64(local)
-		if c, ok := t.scoring.count(pr.out, pr.in.y, true); ok {
+		if c, ok := t.scoring.count(pr.out, src, true); ok {
 			e.correct, e.seen = e.correct+c, e.seen+size
 		}
 		at += size
@@ -391,9 +398,9 @@ func shuffle(perm []int, seed uint64, ep int) {
 func (t *Trainer) Evaluate(ds *data.Examples) (loss, acc float64, err error) {
 	var sum float64
 	var correct, seen int
-	err = t.forEachEval(ds, func(pr *program) {
+	err = t.forEachEval(ds, func(pr *program, src *examplesSource) {
 		sum += pr.loss.Float64At(0)
-		if c, ok := t.scoring.count(pr.out, pr.in.y, false); ok {
+		if c, ok := t.scoring.count(pr.out, src, false); ok {
 			correct += c
 			seen += pr.batch
 		}
@@ -405,7 +412,7 @@ func (t *Trainer) Evaluate(ds *data.Examples) (loss, acc float64, err error) {
 // softmax model), [N, ...] float64 values in example order.
 func (t *Trainer) Predict(ds *data.Examples) ([]float64, error) {
 	var out []float64
-	err := t.forEachEval(ds, func(pr *program) {
+	err := t.forEachEval(ds, func(pr *program, _ *examplesSource) {
 		for i := 0; i < pr.out.Len(); i++ {
 			out = append(out, pr.out.Float64At(i))
 		}
@@ -414,7 +421,7 @@ func (t *Trainer) Predict(ds *data.Examples) ([]float64, error) {
 }
 
 // forEachEval runs the evaluation programs over data in order.
-func (t *Trainer) forEachEval(ds *data.Examples, each func(*program)) error {
+func (t *Trainer) forEachEval(ds *data.Examples, each func(*program, *examplesSource)) error {
 	ev := t.progs["eval"]
 	if ev == nil {
 		return fmt.Errorf("train: no evaluation program (give Config.Validation to New)")
@@ -423,6 +430,7 @@ func (t *Trainer) forEachEval(ds *data.Examples, each func(*program)) error {
 		return err
 	}
 	idx := make([]int, ev.batch)
+	src := &examplesSource{data: ds, labels: t.labels}
 	for i := 0; i < ds.N; i += ev.batch {
 		pr := ev
 		if ds.N-i < ev.batch {
@@ -435,12 +443,12 @@ func (t *Trainer) forEachEval(ds *data.Examples, each func(*program)) error {
 		for k := range idx {
 			idx[k] = i + k
 		}
-		ds.Fill(pr.in.x, idx)
-		ds.FillLabels(pr.in.y, idx, t.labels)
+		src.idx = idx
+		src.fill(pr, 0, len(idx))
 		if err := pr.x.Run(); err != nil {
 			return fmt.Errorf("train: evaluating %q: %w", ds.Name, err)
 		}
-		each(pr)
+		each(pr, src)
 	}
 	return nil
 }

@@ -47,40 +47,26 @@ func scoringFor(o step.OutputSpec, d *data.Examples) scoring {
 	return scoring{}
 }
 
-// count returns how many rows of out (batch first) the labels in y got
-// right; ok is false when accuracy is not counted. y holds class labels
-// (int32) or their one-hot or 0/1 float form.
-func (s scoring) count(out, y tensor.Tensor, training bool) (correct int, ok bool) {
-	if s.kind == scoreNone || out.Shape().Rank() < 1 || y.Len() == 0 {
+// labeler gives the class label of row r of the batch just run: the data's
+// own label, not the label input (which may be one-hot or 0/1 floats).
+type labeler interface {
+	label(r int) int
+}
+
+// count returns how many rows of out (batch first) match their class
+// label; ok is false when accuracy is not counted.
+func (s scoring) count(out tensor.Tensor, lab labeler, training bool) (correct int, ok bool) {
+	if s.kind == scoreNone || out.Shape().Rank() < 1 {
 		return 0, false
 	}
 	rows := out.Shape()[0]
 	c := out.Len() / max(rows, 1)
-	label := func(r int) int {
-		if y.DType() == tensor.Int32 {
-			return int(y.Int32s()[r])
-		}
-		w := y.Len() / rows
-		if w == 1 {
-			if y.Float64At(r) >= 0.5 {
-				return 1
-			}
-			return 0
-		}
-		best := 0
-		for k := 1; k < w; k++ {
-			if y.Float64At(r*w+k) > y.Float64At(r*w+best) {
-				best = k
-			}
-		}
-		return best
-	}
 	switch s.kind {
 	case scoreArgmax:
-		if out.DType() == tensor.Float32 && y.DType() == tensor.Int32 {
-			o, ys := out.Float32s(), y.Int32s()
+		if out.DType() == tensor.Float32 {
+			o := out.Float32s()
 			for r := 0; r < rows; r++ {
-				if argmax(o[r*c:(r+1)*c]) == int(ys[r]) {
+				if argmax(o[r*c:(r+1)*c]) == lab.label(r) {
 					correct++
 				}
 			}
@@ -93,7 +79,7 @@ func (s scoring) count(out, y tensor.Tensor, training bool) (correct int, ok boo
 					best = k
 				}
 			}
-			if best == label(r) {
+			if best == lab.label(r) {
 				correct++
 			}
 		}
@@ -107,7 +93,7 @@ func (s scoring) count(out, y tensor.Tensor, training bool) (correct int, ok boo
 			if out.Float64At(r) > at {
 				pred = 1
 			}
-			if pred == label(r) {
+			if pred == lab.label(r) {
 				correct++
 			}
 		}

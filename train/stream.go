@@ -71,11 +71,33 @@ func (t *Trainer) FitStream(ctx context.Context, ds data.Dataset[data.Batch], dc
 }
 
 // streamSource feeds rows of a pipeline batch.
-type streamSource struct{ b data.Batch }
+type streamSource struct {
+	b    data.Batch
+	base int // the first row of the last fill
+}
 
 func (s *streamSource) fill(pr *program, lo, hi int) {
 	copyRows(pr.in.x, s.b.X, lo, hi)
 	copyRows(pr.in.y, s.b.Y, lo, hi)
+	s.base = lo
+}
+
+// label reads the pipeline's label: a class index, or the argmax of a
+// one-hot row.
+func (s *streamSource) label(r int) int {
+	y := s.b.Y
+	w := y.Len() / max(1, y.Shape()[0])
+	row := s.base + r
+	if w == 1 {
+		return int(y.Float64At(row))
+	}
+	best := 0
+	for k := 1; k < w; k++ {
+		if y.Float64At(row*w+k) > y.Float64At(row*w+best) {
+			best = k
+		}
+	}
+	return best
 }
 
 // copyRows copies rows [lo, hi) of src (batch first) into dst, converting

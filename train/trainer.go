@@ -9,6 +9,7 @@ import (
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/step"
+	"github.com/headroom-ml/headroom/tensor"
 )
 
 // Trainer holds a model's compiled programs and their memory.
@@ -65,6 +66,15 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 			return nil, err
 		}
 		trainN = trainData.N
+	}
+	if trainData == nil { // a stream (FitStream): class labels if the loss takes them
+		specs, err := step.Outputs(sc)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		if o := specs[0]; o.Loss != nil && o.LabelType == tensor.Int32 && o.Shape.Rank() == 1 && o.Shape[0] > 1 {
+			t.scoring = scoring{kind: scoreArgmax}
+		}
 	}
 	evalN := 0
 	if evalData != nil {
@@ -185,4 +195,17 @@ func (t *Trainer) Close() {
 	t.data = nil
 	t.engine.Close()
 	t.engine = nil
+}
+
+// CheckData returns the error New would return for training cfg's model
+// on d: labels that do not fit what the loss needs of the model's output,
+// or examples that do not fit its input.
+func CheckData(cfg Config, d *data.Examples) error {
+	cfg.defaults()
+	in, ok := cfg.input()
+	if !ok {
+		return fmt.Errorf("train: the model has %d inputs; Fit feeds one (data.Examples hold one input per example)", len(cfg.Model.Inputs()))
+	}
+	t := &Trainer{cfg: cfg, xName: in.Name}
+	return t.checkData(d)
 }
