@@ -478,6 +478,15 @@ func (x *Executable) Input(name string) (tensor.Tensor, error) {
 	return t, nil
 }
 
+// SetScalar sets the named scalar input (a hyper-parameter such as the
+// optimizer's opt/lr) to v, if the program has it. Optimizers' Feed
+// methods take it as their setter.
+func (x *Executable) SetScalar(name string, v float64) {
+	if t, ok := x.inputs[name]; ok && t.Len() == 1 {
+		t.SetFloat64At(0, v)
+	}
+}
+
 // Output returns the named output; it holds the last step's value.
 func (x *Executable) Output(name string) (tensor.Tensor, error) {
 	t, ok := x.outputs[name]
