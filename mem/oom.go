@@ -38,10 +38,12 @@ func (e *OOMError) Error() string {
 	if e.LargestFree >= 0 {
 		fmt.Fprintf(&b, ", largest free block %s", FormatBytes(e.LargestFree))
 	}
-	b.WriteString("\n  by category:")
-	for c := Category(0); c < NumCategories; c++ {
-		if e.Totals[c] != 0 {
-			fmt.Fprintf(&b, " %s=%s", c, FormatBytes(e.Totals[c]))
+	if e.Totals != ([NumCategories]int64{}) {
+		b.WriteString("\n  by category:")
+		for c := Category(0); c < NumCategories; c++ {
+			if e.Totals[c] != 0 {
+				fmt.Fprintf(&b, " %s=%s", c, FormatBytes(e.Totals[c]))
+			}
 		}
 	}
 	if len(e.Top) > 0 {

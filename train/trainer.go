@@ -124,6 +124,15 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 	}
 	t.trainN, t.evalN = trainN, evalN
 	if err := t.reserve(progs, share); err != nil {
+		var oom *mem.OOMError
+		if errors.As(err, &oom) { // the device refused: say what the run needs and what fits
+			if oom.Totals == ([mem.NumCategories]int64{}) {
+				oom.Totals = t.PlannedTotals
+			}
+			if len(oom.Remedies) == 0 && oom.Budget > 0 {
+				oom.Remedies = append(oom.Remedies, t.fitRemedy(trainN, evalN, dataBytes, oom.Budget, "on "+oom.Ledger+"'s"))
+			}
+		}
 		return nil, err
 	}
 	if err := t.initWeights(); err != nil {
@@ -165,19 +174,22 @@ func (t *Trainer) budgetError(trainN, evalN int, dataBytes int64) error {
 	oom := t.Plan.OOM("train", t.cfg.Budget)
 	oom.Ledger, oom.Owner, oom.Request = "budget", fmt.Sprintf("training (batch %d)", t.cfg.Batch), t.Planned
 	oom.Totals = t.PlannedTotals
-	oom.Remedies = nil
-	fit, err := MaxBatch(t.cfg, trainN, evalN, dataBytes, t.cfg.Budget, t.cfg.Batch)
+	oom.Remedies = []string{t.fitRemedy(trainN, evalN, dataBytes, t.cfg.Budget, "in the budget of")}
+	return oom
+}
+
+// fitRemedy names the largest batch whose run fits in limit bytes (where
+// says where: "in the budget of", "on sim").
+func (t *Trainer) fitRemedy(trainN, evalN int, dataBytes, limit int64, where string) string {
+	fit, err := MaxBatch(t.cfg, trainN, evalN, dataBytes, limit, t.cfg.Batch)
 	switch {
 	case err != nil:
-		oom.Remedies = append(oom.Remedies, "could not search smaller batches: "+err.Error())
+		return "could not search smaller batches: " + err.Error()
 	case fit > 0:
-		oom.Remedies = append(oom.Remedies, fmt.Sprintf("batch %d needs %s; batch %d fits in the budget of %s",
-			t.cfg.Batch, mem.FormatBytes(t.Planned), fit, mem.FormatBytes(t.cfg.Budget)))
-	default:
-		oom.Remedies = append(oom.Remedies, fmt.Sprintf("batch %d needs %s; not even batch 1 fits in %s (weights, optimizer state and data alone exceed it)",
-			t.cfg.Batch, mem.FormatBytes(t.Planned), mem.FormatBytes(t.cfg.Budget)))
+		return fmt.Sprintf("batch %d needs %s; batch %d fits %s %s", t.cfg.Batch, mem.FormatBytes(t.Planned), fit, where, mem.FormatBytes(limit))
 	}
-	return oom
+	return fmt.Sprintf("batch %d needs %s; not even batch 1 fits %s %s (weights, optimizer state and data alone exceed it)",
+		t.cfg.Batch, mem.FormatBytes(t.Planned), where, mem.FormatBytes(limit))
 }
 
 // Engine returns the engine holding the model's variables.
