@@ -128,8 +128,8 @@ func (k *parker) unpark() {
 // gemmWorker is one pool thread.
 type gemmWorker struct {
 	parker
-	ws   *gemmWorkspace
-	stop atomic.Bool
+	index int // its thread number: 1, 2, ... (the caller is 0)
+	stop  atomic.Bool
 }
 
 // gemmPool is the worker pool. mu is held for a whole product and guards
@@ -140,10 +140,17 @@ type gemmPool struct {
 	// threadsNow is threads, for Threads to read without mu (a job's parts
 	// run while the caller holds mu).
 	threadsNow atomic.Int32
-	ws0        *gemmWorkspace
 	workers    []*gemmWorker // workers[i] is thread i+1
-	call       gemmCall      // the product in progress
-	job        *poolJob      // when set, what the regions compute instead of call (jobs.go)
+	// own[t] is thread t's own packing buffers on the Go heap, made the
+	// first time a product finds no scratch that holds it; cur[t] is what
+	// thread t packs into for the product or job in progress: a piece of
+	// the installed Scratch, its own buffers, or nothing (jobs that pack
+	// nothing).
+	own     []*gemmWorkspace
+	cur     []gemmWorkspace
+	scratch *Scratch // installed by UseScratch
+	call    gemmCall // the product in progress
+	job     *poolJob // when set, what the regions compute instead of call (jobs.go)
 
 	// claim is (product number << 32) | (regions << 16) | next region. The
 	// caller publishes a product by storing it with next region 0; every
@@ -178,10 +185,11 @@ func Threads() int {
 	return workers.threads
 }
 
-// GemmWorkspaceBytes returns the bytes of packing buffers that Sgemm holds,
-// for the memory ledger: one workspace per thread, each an A panel
-// (MC·KC float32), a B block (KC·NC float32) and an edge tile, allocated once
-// when the thread is started and kept until SetThreads stops it.
+// GemmWorkspaceBytes returns the bytes of packing buffers the pool's
+// threads hold on the Go heap at most: one set per thread, each an A panel
+// (MC·KC float32), a B block (KC·NC float32) and an edge tile, made the
+// first time a product finds no installed Scratch that holds it (see
+// Scratch; with one, the pool holds none).
 func GemmWorkspaceBytes() int64 {
 	workers.mu.Lock()
 	defer workers.mu.Unlock()
@@ -202,13 +210,14 @@ func (p *gemmPool) resize(n int) {
 		n = runtime.GOMAXPROCS(0)
 	}
 	n = min(n, MaxThreads)
-	if p.ws0 == nil {
-		p.ws0 = newGemmWorkspace()
-	}
 	for len(p.workers) < n-1 {
-		w := &gemmWorker{parker: parker{wake: make(chan struct{}, 1)}, ws: newGemmWorkspace()}
+		w := &gemmWorker{parker: parker{wake: make(chan struct{}, 1)}, index: len(p.workers) + 1}
 		p.workers = append(p.workers, w)
 		go p.work(w, p.claim.Load())
+	}
+	for len(p.own) < n {
+		p.own = append(p.own, nil)
+		p.cur = append(p.cur, gemmWorkspace{})
 	}
 	for len(p.workers) > n-1 {
 		w := p.workers[len(p.workers)-1]
@@ -234,16 +243,17 @@ func (p *gemmPool) work(w *gemmWorker, seen uint64) {
 			return
 		}
 		seen = v
-		p.runRegions(w.ws, v>>32)
+		p.runRegions(w.index, v>>32)
 	}
 }
 
 // runRegions claims regions of product number gen and computes them with
-// the packing buffers ws until none is left. Regions are claimed, not
+// thread t's packing buffers until none is left. Regions are claimed, not
 // assigned, so a thread that starts late (a worker the scheduler has not run
 // yet, or has preempted) costs at most the region it holds: the others take
 // the rest.
-func (p *gemmPool) runRegions(ws *gemmWorkspace, gen uint64) {
+func (p *gemmPool) runRegions(t int, gen uint64) {
+	ws := &p.cur[t]
 	slot := -1 // this thread's slot in the current job, taken at its first region
 	for {
 		v := p.claim.Load()
@@ -280,8 +290,9 @@ func (p *gemmPool) run(c gemmCall) {
 	p.call = c
 	call := &p.call
 	parts := call.plan(p.threads)
+	p.pack(call.packNeed(call.m, call.n, call.k))
 	if parts == 1 {
-		call.part(p.ws0, 0)
+		call.part(&p.cur[0], 0)
 	} else {
 		p.handOff(parts, parts-1)
 	}
@@ -298,7 +309,7 @@ func (p *gemmPool) handOff(regions, helpers int) {
 	for _, w := range p.workers[:helpers] {
 		w.unpark()
 	}
-	p.runRegions(p.ws0, gen)
+	p.runRegions(0, gen)
 	p.caller.await(func() (uint64, bool) { return 0, p.done.Load() == int32(regions) })
 }
 
@@ -319,9 +330,10 @@ func (p *gemmPool) runJob(j *poolJob, regions int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.init()
+	p.pack(j.packNeed())
 	if p.threads == 1 || regions == 1 || j.maxSlots > 0 && p.threads > j.maxSlots {
 		for r := 0; r < regions; r++ {
-			j.part(p.ws0, r, 0)
+			j.part(&p.cur[0], r, 0)
 		}
 		return
 	}

@@ -9,7 +9,10 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// Initializer fills a new weight of the given shape.
+// Initializer fills a new weight of the given shape. Fill draws element by
+// element in order, so filling a weight in successive chunks with one rng
+// gives the same values as filling it at once (InitTensor does so, to
+// allocate nothing as large as the weight).
 type Initializer interface {
 	Fill(rng *rand.Rand, shape tensor.Shape, dst []float64)
 	String() string
@@ -90,9 +93,12 @@ func InitTensor(init Initializer, seed uint64, name string, t tensor.Tensor) {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
-	vals := make([]float64, t.Len())
-	init.Fill(rng, t.Shape(), vals)
-	for i, v := range vals {
-		t.SetFloat64At(i, v)
+	var chunk [1024]float64
+	for at := 0; at < t.Len(); at += len(chunk) {
+		vals := chunk[:min(len(chunk), t.Len()-at)]
+		init.Fill(rng, t.Shape(), vals)
+		for i, v := range vals {
+			t.SetFloat64At(at+i, v)
+		}
 	}
 }

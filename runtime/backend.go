@@ -45,6 +45,9 @@ type Bound interface {
 	// AllReduceTimes returns, over every run so far, how long the step's
 	// started all-reduces took and how long it waited for them.
 	AllReduceTimes() (took, waited time.Duration)
+	// Close lets go of the memory the program was bound to (the runtime
+	// frees it after): it must not run again.
+	Close()
 }
 
 // Span is a range of a buffer on a backend's device.

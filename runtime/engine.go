@@ -234,6 +234,18 @@ func (e *Engine) ReserveScratch(bytes int64) error {
 	return nil
 }
 
+// ReleaseScratch frees the scratch. No executable may be loaded.
+func (e *Engine) ReleaseScratch() error {
+	if len(e.loaded) > 0 {
+		return fmt.Errorf("runtime: releasing the scratch under %d loaded programs", len(e.loaded))
+	}
+	if e.scratch != nil {
+		e.alloc.Free(e.scratch)
+		e.scratch = nil
+	}
+	return nil
+}
+
 // ScratchBytes returns the bytes of scratch reserved.
 func (e *Engine) ScratchBytes() int64 {
 	if e.scratch == nil {
@@ -436,6 +448,9 @@ func (x *Executable) bind() error {
 	if err != nil {
 		return fmt.Errorf("runtime: binding program %q on %s: %w", x.Program.Name, x.engine.backend.Name(), err)
 	}
+	if x.bound != nil {
+		x.bound.Close()
+	}
 	x.bound = b
 	return nil
 }
@@ -570,5 +585,8 @@ func (x *Executable) release() {
 		e.DeleteVariable(n)
 	}
 	x.created = nil
-	x.bound = nil
+	if x.bound != nil {
+		x.bound.Close()
+		x.bound = nil
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
@@ -95,5 +96,27 @@ func TestFitIsDeterministicAndResumesExactly(t *testing.T) {
 	}
 	if math.Float64bits(a.LastLoss) != math.Float64bits(c.LastLoss) {
 		t.Errorf("resumed run's final loss %v, uninterrupted %v", c.LastLoss, a.LastLoss)
+	}
+}
+
+// TestPackingIsPlanned: with the run's threads planned, every matrix
+// product of training and evaluation packs into the scratch the plan
+// reserved (on the ledger), none into the kernels' own heap buffers.
+func TestPackingIsPlanned(t *testing.T) {
+	ds := blobs(1, 500, 8, 4)
+	for _, threads := range []int{1, 2} {
+		old := kernels.Threads()
+		kernels.SetThreads(threads)
+		cfg := train.Config{Model: mlp(), Epochs: 2, Batch: 64, Seed: 3, Validation: blobs(1, 100, 8, 4), Threads: threads}
+		misses := kernels.ScratchMisses()
+		tr, h := fit(t, cfg, ds)
+		if d := kernels.ScratchMisses() - misses; d != 0 {
+			t.Errorf("%d threads: %d products packed outside the planned scratch", threads, d)
+		}
+		if tr.Plan.Scratch <= 0 || h.MeasuredPeak != tr.Planned {
+			t.Errorf("%d threads: plan scratch %d B, measured %d B, planned %d B", threads, tr.Plan.Scratch, h.MeasuredPeak, tr.Planned)
+		}
+		tr.Close()
+		kernels.SetThreads(old)
 	}
 }

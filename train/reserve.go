@@ -41,6 +41,9 @@ func (t *Trainer) release() {
 		t.arena.Release()
 		t.arena = nil
 	}
+	if t.engine != nil {
+		t.engine.ReleaseScratch() // every program is closed
+	}
 }
 
 // SetBudget changes the run's memory budget (the ledger's limit). If the

@@ -3,17 +3,24 @@ package cpu
 import (
 	"fmt"
 	"time"
+
+	"github.com/headroom-ml/headroom/kernels"
 )
 
 // program is a compiled program bound to host memory.
 type program struct {
-	name  string
-	bound []Bound
+	name    string
+	bound   []Bound
+	scratch *kernels.Scratch // the engine's scratch: the products' packing buffers
 }
 
-// Run executes every instruction in order. It allocates nothing unless a
-// step fails on bad data.
+// Run executes every instruction in order, with the engine's scratch as the
+// products' packing buffers. It allocates nothing unless a step fails on
+// bad data.
 func (p *program) Run() error {
+	if p.scratch != nil {
+		kernels.UseScratch(p.scratch)
+	}
 	for i := range p.bound {
 		if err := p.bound[i].Run(); err != nil {
 			// all-reduces in flight complete before the step returns: their
@@ -30,3 +37,12 @@ func (p *program) Run() error {
 // AllReduceTimes returns how long the program's all-reduces took and how
 // long it waited for them, over every run so far.
 func (p *program) AllReduceTimes() (took, waited time.Duration) { return allReduceTimes(p.bound) }
+
+// Close uninstalls the program's scratch from the kernels, before its
+// memory is freed.
+func (p *program) Close() {
+	if p.scratch != nil {
+		kernels.ReleaseScratch(p.scratch)
+		p.scratch = nil
+	}
+}

@@ -72,8 +72,32 @@ func (t *Target) Lower(it *compile.Instr) int64 {
 	return 0
 }
 
-// Scratch returns 0: the kernels' packing buffers are their own.
-func (t *Target) Scratch([]compile.Instr) int64 { return 0 }
+// Scratch returns the bytes of packing buffers the float32 products of
+// instrs need on the planned threads (kernels.Scratch): the most any one
+// product or convolution packs per thread, for each thread.
+func (t *Target) Scratch(instrs []compile.Instr) int64 {
+	per := 0
+	for i := range instrs {
+		it := &instrs[i]
+		if it.DType != tensor.Float32 {
+			continue
+		}
+		switch it.Op {
+		case graph.OpMatMul:
+			m := it.M
+			if it.SharedB && !it.TransA { // one product over the batch (see matmul)
+				m *= it.Batch
+			}
+			per = max(per, kernels.PackFloats(m, it.N, it.K, it.BF16))
+		case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
+			per = max(per, kernels.ConvPackFloats(kernels.ConvGeom(it.Geom), it.F, it.BF16))
+		}
+	}
+	if per == 0 {
+		return 0
+	}
+	return kernels.ScratchBytes(per, t.threads)
+}
 
 // Evaluate runs it over host buffers.
 func (t *Target) Evaluate(it *compile.Instr, bufs [][]byte) error {
@@ -89,17 +113,23 @@ func (t *Target) HostAddressable() bool { return true }
 
 // Bind binds every instruction of p to typed views of its buffers.
 func (t *Target) Bind(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, comm runtime.Collective) (runtime.Bound, error) {
-	return BindHost(p, bufs, comm), nil
+	return BindHost(p, bufs, scratch, t.threads, comm), nil
 }
 
 // BindHost binds p's instructions to buffers whose bytes the host can
 // address (Span.Bytes), on any device: backend/sim runs its programs so.
-func BindHost(p *compile.Program, bufs []runtime.Span, comm runtime.Collective) runtime.Bound {
+// The products pack into scratch, split over threads (see Target.Scratch).
+func BindHost(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, threads int, comm runtime.Collective) runtime.Bound {
 	views := make([][]byte, len(bufs))
 	for i, s := range bufs {
 		views[i] = s.Bytes()
 	}
 	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs))}
+	if b := scratch.Bytes(); len(b) > 0 && threads > 0 {
+		if per := (len(b)/threads - 64) / 4; per > 0 {
+			r.scratch = kernels.NewScratch(b, per, threads)
+		}
+	}
 	for i := range p.Instrs {
 		r.bound[i] = bind(&p.Instrs[i], views)
 		r.bound[i].Comm = comm

@@ -68,7 +68,7 @@ func (t *Target) Bind(p *compile.Program, bufs []runtime.Span, scratch runtime.S
 	}
 	t.bindings.Add(1)
 	t.boundInstrs.Add(int64(len(p.Instrs)))
-	return cpu.BindHost(p, bufs, comm), nil
+	return cpu.BindHost(p, bufs, scratch, t.Threads(), comm), nil
 }
 
 // CopyIn copies src from the host into dst on the device.
