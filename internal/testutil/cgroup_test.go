@@ -182,9 +182,17 @@ func TestMemoryCgroupCleanup(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("after the test: stat %s: got %v, want it removed", dir, err)
 	}
-	err := cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Errorf("the process left in it: got %v, want killed by SIGKILL", err)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Errorf("the process left in it: got %v, want killed by SIGKILL", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the process left in it (pid %d) still runs 10s after the test", cmd.Process.Pid)
+		cmd.Process.Kill()
+		<-done
 	}
 }
 
