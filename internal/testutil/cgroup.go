@@ -62,12 +62,23 @@ func (h cgroupHierarchy) ancestors() []string {
 // is a small second reading of what mem.ProcessLimit reads, kept apart so
 // that tests of mem check it against something it does not share.
 func findMemoryHierarchy() (cgroupHierarchy, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
+	cgroups, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return cgroupHierarchy{}, err
 	}
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return cgroupHierarchy{}, err
+	}
+	return parseMemoryHierarchy(string(cgroups), string(mountinfo))
+}
+
+// parseMemoryHierarchy finds the memory controller's hierarchy from the
+// text of /proc/self/cgroup and /proc/self/mountinfo: a v1 hierarchy with
+// the controller, else the v2 one.
+func parseMemoryHierarchy(cgroups, mountinfo string) (cgroupHierarchy, error) {
 	var v1, v2 string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(cgroups), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 {
 			return cgroupHierarchy{}, fmt.Errorf("/proc/self/cgroup: line %q", line)
@@ -78,11 +89,7 @@ func findMemoryHierarchy() (cgroupHierarchy, error) {
 			v1 = f[2]
 		}
 	}
-	b, err = os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return cgroupHierarchy{}, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(mountinfo, "\n") {
 		pre, post, ok := strings.Cut(line, " - ")
 		f, g := strings.Fields(pre), strings.Fields(post)
 		if !ok || len(f) < 5 || len(g) < 2 {

@@ -218,6 +218,52 @@ func firstLine(out []byte, prefix string) string {
 	return ""
 }
 
+func TestParseMemoryHierarchy(t *testing.T) {
+	const v2Mount = "34 24 0:28 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n"
+	for _, tc := range []struct {
+		name, cgroups, mountinfo string
+		want                     cgroupHierarchy
+		dir                      string // want.dir(want.own)
+		ancestors                []string
+	}{
+		{"hybrid, memory on v1", "4:memory:/process_api/x\n1:cpu:/\n0::/\n",
+			"35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+			cgroupHierarchy{1, "/sys/fs/cgroup/memory", "/", "/process_api/x"}, "/sys/fs/cgroup/memory/process_api/x", []string{"/process_api/x", "/process_api", "/"}},
+		{"v2 with systemd", "0::/user.slice/user-0.slice/session-1.scope\n", v2Mount,
+			cgroupHierarchy{2, "/sys/fs/cgroup", "/", "/user.slice/user-0.slice/session-1.scope"}, "/sys/fs/cgroup/user.slice/user-0.slice/session-1.scope",
+			[]string{"/user.slice/user-0.slice/session-1.scope", "/user.slice/user-0.slice", "/user.slice", "/"}},
+		{"docker on v1", "11:memory:/docker/abc\n0::/system.slice/containerd.service\n",
+			"1135 1132 0:29 /docker/abc /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n" + v2Mount,
+			cgroupHierarchy{1, "/sys/fs/cgroup/memory", "/docker/abc", "/docker/abc"}, "/sys/fs/cgroup/memory", []string{"/docker/abc"}},
+		{"escaped mount point", "4:memory:/a\n", `35 31 0:32 / /mnt/mem\040cg rw - cgroup cgroup rw,memory` + "\n",
+			cgroupHierarchy{1, "/mnt/mem cg", "/", "/a"}, "/mnt/mem cg/a", []string{"/a", "/"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseMemoryHierarchy(tc.cgroups, tc.mountinfo)
+			if err != nil || got != tc.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+			if d := got.dir(got.own); d != tc.dir {
+				t.Errorf("dir: got %q, want %q", d, tc.dir)
+			}
+			if a := got.ancestors(); !slices.Equal(a, tc.ancestors) {
+				t.Errorf("ancestors: got %q, want %q", a, tc.ancestors)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, cgroups, mountinfo string }{
+		{"v1 memory not mounted", "4:memory:/a\n0::/\n", v2Mount},
+		{"another part of the hierarchy", "4:memory:/dockerx\n", "35 31 0:32 /docker /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"},
+		{"no memory cgroup", "1:cpu:/\n", v2Mount},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, err := parseMemoryHierarchy(tc.cgroups, tc.mountinfo); err == nil {
+				t.Errorf("got %+v, want an error", got)
+			}
+		})
+	}
+}
+
 func TestUnescapeOctal(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"/sys/fs/cgroup", "/sys/fs/cgroup"},
