@@ -1,6 +1,6 @@
 //go:build linux
 
-package mem
+package mem_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/internal/testutil"
+	"github.com/headroom-ml/headroom/mem"
 )
 
 // limitChildEnv makes this test binary, run again by the tests below, print
@@ -21,7 +22,7 @@ func TestProcessLimitChild(t *testing.T) {
 	if os.Getenv(limitChildEnv) == "" {
 		return
 	}
-	lim, err := ProcessLimit()
+	lim, err := mem.ProcessLimit()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestProcessLimitChild(t *testing.T) {
 
 // childLimit runs TestProcessLimitChild in cg (nil: where this process is)
 // and returns the Limit it printed.
-func childLimit(t *testing.T, cg *testutil.MemoryCgroup) Limit {
+func childLimit(t *testing.T, cg *testutil.MemoryCgroup) mem.Limit {
 	t.Helper()
 	args := []string{"-test.run=^TestProcessLimitChild$", "-test.count=1"}
 	cmd := exec.Command(os.Args[0], args...)
@@ -48,7 +49,7 @@ func childLimit(t *testing.T, cg *testutil.MemoryCgroup) Limit {
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		if s, ok := strings.CutPrefix(l, "LIMIT "); ok {
-			var lim Limit
+			var lim mem.Limit
 			if err := json.Unmarshal([]byte(s), &lim); err != nil {
 				t.Fatalf("child printed %q: %v", s, err)
 			}
@@ -56,7 +57,7 @@ func childLimit(t *testing.T, cg *testutil.MemoryCgroup) Limit {
 		}
 	}
 	t.Fatalf("child printed no limit:\n%s", out)
-	return Limit{}
+	return mem.Limit{}
 }
 
 // TestProcessLimitInCgroup runs a child in a real 200 MiB memory cgroup: it
@@ -74,7 +75,11 @@ func TestProcessLimitInCgroup(t *testing.T) {
 	if got.Bytes != want || !got.FromCgroup() {
 		t.Fatalf("got %d bytes from %v (%s), want %d from a cgroup", got.Bytes, got.Kind, got.Source, want)
 	}
-	if wantKind := LimitKind(cg.Version); got.Kind != wantKind {
+	wantKind := mem.LimitCgroupV1
+	if cg.Version == 2 {
+		wantKind = mem.LimitCgroupV2
+	}
+	if got.Kind != wantKind {
 		t.Errorf("Kind: got %v, want %v", got.Kind, wantKind)
 	}
 	if want == limit {
@@ -99,11 +104,11 @@ func TestProcessLimitHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	here, err := ProcessLimit()
+	here, err := mem.ProcessLimit()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, got := range map[string]Limit{"this process": here, "a child": childLimit(t, nil)} {
+	for name, got := range map[string]mem.Limit{"this process": here, "a child": childLimit(t, nil)} {
 		switch {
 		case limited && (!got.FromCgroup() || got.Bytes != own):
 			t.Errorf("%s: got %v, want the cgroup limit of %d", name, got, own)
