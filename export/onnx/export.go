@@ -112,7 +112,14 @@ type converter struct {
 	names map[string]bool   // every value and node name used
 	inits map[string]string // initializer cache key -> name
 	qdq   map[string]string // activation value -> its dequantized copy
-	cur   *graph.Node       // the node being exported (names its nodes)
+	// scales of the dequantized values: per tensor (activations) or per
+	// output channel (weights); a folded bias is quantized with their product
+	scales map[string][]float32
+	uses   [][]*graph.Node // per node id: the live nodes that read it
+	// fused holds values computed by the ONNX nodes of an earlier node (a
+	// bias Add folded into its Conv), by node id
+	fused map[int]string
+	cur   *graph.Node // the node being exported (names its nodes)
 }
 
 func build(m Model, opt Options) (*modelProto, error) {
@@ -121,6 +128,13 @@ func build(m Model, opt Options) (*modelProto, error) {
 		return nil, err
 	}
 	live := liveNodes(c.m)
+	for _, n := range m.Graph.Nodes() {
+		if live[n.ID()] {
+			for _, in := range n.Inputs() {
+				c.uses[in.ID()] = append(c.uses[in.ID()], n)
+			}
+		}
+	}
 	for _, n := range m.Graph.Nodes() {
 		if !live[n.ID()] {
 			continue
@@ -183,7 +197,8 @@ func newConverter(m Model, opt Options) (*converter, error) {
 	}
 	c := &converter{m: m, opset: opset, int8: opt.Int8, batch: -1,
 		axis: make([]int, m.Graph.Len()), value: make([]string, m.Graph.Len()),
-		names: map[string]bool{}, inits: map[string]string{}, qdq: map[string]string{}}
+		names: map[string]bool{}, inits: map[string]string{}, qdq: map[string]string{},
+		scales: map[string][]float32{}, uses: make([][]*graph.Node, m.Graph.Len()), fused: map[int]string{}}
 	for i := range c.axis {
 		c.axis[i] = -1
 	}
@@ -267,6 +282,10 @@ func (c *converter) export(n *graph.Node) error {
 		return c.wrap(n, err)
 	}
 	c.axis[n.ID()] = ax
+	if v, ok := c.fused[n.ID()]; ok {
+		c.value[n.ID()] = v
+		return nil
+	}
 	v, err := r.emit(c, n)
 	if err != nil {
 		return c.wrap(n, err)

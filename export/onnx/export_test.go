@@ -203,7 +203,7 @@ func TestBatchAxes(t *testing.T) {
 	cases := []struct {
 		name  string
 		build func(g *graph.Graph, x *graph.Node) *graph.Node // x: [B, 4, 6]
-		dims  []int64                                          // -1: the batch
+		dims  []int64                                         // -1: the batch
 		param string
 	}{
 		{"transpose", func(g *graph.Graph, x *graph.Node) *graph.Node { return graph.Transpose(x, 2, 0, 1) }, []int64{6, -1, 4}, "N"},
@@ -337,4 +337,76 @@ func opsModelAt(b int) (Model, map[string]tensor.Tensor) {
 	g, ins, outs := opsModel(b)
 	w := randomWeights(g, rand.New(rand.NewPCG(5, 6)))
 	return Model{Graph: g, Inputs: ins, Outputs: outs, Weights: weightsOf(w)}, w
+}
+
+// convNode returns the graph's Conv node that reads filter (an
+// initializer name prefix).
+func convNode(t *testing.T, g msg, filter string) msg {
+	t.Helper()
+	for _, n := range g.subs(t, 1) {
+		if n.str(t, 4) == "Conv" && strings.HasPrefix(n.strs(t, 1)[1], filter) {
+			return n
+		}
+	}
+	t.Fatalf("no Conv reads %s", filter)
+	return nil
+}
+
+func TestConvBiasFolded(t *testing.T) {
+	tm := testModels(t)[2] // conv_same
+	g, ins, outs := tm.build(2)
+	w := randomWeights(g, rand.New(rand.NewPCG(3, 4)))
+	m := Model{Graph: g, Inputs: ins, Outputs: outs, Weights: weightsOf(w)}
+
+	t.Run("float", func(t *testing.T) {
+		gp := written(t, m, Options{}).sub(t, 7)
+		in := convNode(t, gp, "conv/kernel").strs(t, 1)
+		if len(in) != 3 || in[2] != "conv/bias" {
+			t.Fatalf("Conv inputs %q, want the bias as the third", in)
+		}
+		if b := initializer(t, gp, "conv/bias"); !bytes.Equal([]byte(b.str(t, 9)), w["conv/bias"].Bytes()) {
+			t.Errorf("folded bias differs from the weight")
+		}
+		for _, n := range gp.subs(t, 1) {
+			if n.str(t, 4) == "Add" && slices.Contains(n.strs(t, 1), "conv/bias") {
+				t.Errorf("the bias is added again by %q", n.str(t, 3))
+			}
+		}
+	})
+	t.Run("int8", func(t *testing.T) {
+		gp := int8Graph(t, m, Int8Options{})
+		in := convNode(t, gp, "conv/kernel").strs(t, 1)
+		if len(in) != 3 || in[2] != "conv/bias/dequantized" {
+			t.Fatalf("Conv inputs %q, want the dequantized int32 bias as the third", in)
+		}
+		q := initializer(t, gp, "conv/bias/int32")
+		if q.int(t, 2) != dtInt32 {
+			t.Fatalf("bias type %d, want int32", q.int(t, 2))
+		}
+		qs := tensor.As[int32]([]byte(q.str(t, 9)))
+		bs := tensor.As[float32]([]byte(initializer(t, gp, "conv/bias/scale").str(t, 9)))
+		xs := tensor.As[float32]([]byte(initializer(t, gp, in[0][:strings.LastIndex(in[0], "/")]+"/scale").str(t, 9)))
+		ws := tensor.As[float32]([]byte(initializer(t, gp, "conv/kernel/oihw/scale").str(t, 9)))
+		for f, b := range w["conv/bias"].Float32s() {
+			if want := xs[0] * ws[f]; bs[f] != want {
+				t.Errorf("bias %d scale %v, want input scale · filter scale = %v", f, bs[f], want)
+			}
+			if d := float64(qs[f])*float64(bs[f]) - float64(b); d > float64(bs[f])/2 || -d > float64(bs[f])/2 {
+				t.Errorf("bias %d = %v dequantizes to %v", f, b, float64(qs[f])*float64(bs[f]))
+			}
+		}
+	})
+	t.Run("conv output is a model output", func(t *testing.T) {
+		g := graph.New()
+		x := g.Input("x", tensor.Float32, tensor.Shape{2, 5, 5, 1})
+		k := g.Param("k", tensor.Float32, tensor.Shape{3, 3, 1, 2})
+		b := g.Param("b", tensor.Float32, tensor.Shape{2})
+		y := graph.Conv2D(x, k, [2]int{1, 1}, false)
+		z := graph.Add(y, b)
+		w := randomWeights(g, rand.New(rand.NewPCG(3, 5)))
+		gp := written(t, Model{Graph: g, Outputs: []Output{{"y", y}, {"z", z}}, Weights: weightsOf(w)}, Options{}).sub(t, 7)
+		if in := convNode(t, gp, "k").strs(t, 1); len(in) != 2 {
+			t.Errorf("Conv inputs %q: the bias is folded into a convolution whose output is returned", in)
+		}
+	})
 }

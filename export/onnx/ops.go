@@ -282,7 +282,9 @@ func pads(h, w int, k, s [2]int, same bool) []int64 {
 
 // emitConv2D: Transpose(NHWC -> NCHW), Conv with the filter stored OIHW,
 // Transpose back. onnxruntime's layout optimizer removes the transposes
-// between consecutive convolutions and pools.
+// between consecutive convolutions and pools. A bias added to the
+// convolution's output is folded into the Conv (as its input B), which
+// lets onnxruntime fuse an int8 Conv into one integer kernel.
 func emitConv2D(c *converter, n *graph.Node) (string, error) {
 	x := n.Inputs()[0]
 	at := n.Attr()
@@ -294,12 +296,72 @@ func emitConv2D(c *converter, n *graph.Node) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	y := c.node("Conv", "nchw", []string{xv, wv},
+	in := []string{xv, wv}
+	add, bias := c.convBias(n)
+	if add != nil {
+		bv, err := c.biasOperand(bias, xv, wv)
+		if err != nil {
+			return "", err
+		}
+		in = append(in, bv)
+	}
+	y := c.node("Conv", "nchw", in,
 		attrIs("kernel_shape", int64(at.Window[0]), int64(at.Window[1])),
 		attrIs("strides", int64(at.Strides[0]), int64(at.Strides[1])),
 		attrIs("pads", pads(x.Shape()[1], x.Shape()[2], at.Window, at.Strides, at.Same)...),
 		attrIs("dilations", 1, 1), attrI("group", 1))
-	return c.node("Transpose", "", []string{y}, attrIs("perm", int64s(nhwc)...)), nil
+	out := c.node("Transpose", "", []string{y}, attrIs("perm", int64s(nhwc)...))
+	if add != nil {
+		c.fused[add.ID()] = out
+	}
+	return out, nil
+}
+
+// convBias returns the Add that adds a bias (a leaf [F]) to n's output and
+// the bias, when that Add is n's only reader and n is not a model output.
+func (c *converter) convBias(n *graph.Node) (add, bias *graph.Node) {
+	uses := c.uses[n.ID()]
+	if len(uses) != 1 || uses[0].Op() != graph.OpAdd {
+		return nil, nil
+	}
+	for _, o := range c.m.Outputs {
+		if o.Node == n {
+			return nil, nil
+		}
+	}
+	add = uses[0]
+	for _, b := range add.Inputs() {
+		if b != n && isLeaf(b) && b.DType() == n.DType() && b.Shape().Equal(tensor.Shape{n.Shape()[3]}) {
+			return add, b
+		}
+	}
+	return nil, nil
+}
+
+// biasOperand stores a folded bias: as int32 when the product's operands
+// are quantized, as is otherwise.
+func (c *converter) biasOperand(b *graph.Node, xv, wv string) (string, error) {
+	key := "bias:" + b.Owner() + ":" + xv
+	if v, ok := c.inits[key]; ok {
+		return v, nil
+	}
+	t, err := c.leafTensor(b)
+	if err != nil {
+		return "", err
+	}
+	name := b.Attr().Name
+	if name == "" {
+		name = b.Owner()
+	}
+	v := ""
+	if c.int8 != nil {
+		v = c.quantizedBias(name, t, xv, wv)
+	}
+	if v == "" {
+		v = c.addInit(name, hostTensor(t))
+	}
+	c.inits[key] = v
+	return v, nil
 }
 
 // pool exports MaxPool2D or AvgPool2D as MaxPool or AveragePool between

@@ -150,6 +150,7 @@ func (c *converter) activationQDQ(x *graph.Node, v string) (string, error) {
 	q := c.nodeAt("QuantizeLinear", v+"/quantized", []string{v, s, zn})
 	dq := c.nodeAt("DequantizeLinear", v+"/dequantized", []string{q, s, zn})
 	c.qdq[v] = dq
+	c.scales[dq] = []float32{scale}
 	return dq, nil
 }
 
@@ -202,7 +203,32 @@ func (c *converter) quantizedWeight(name string, t tensor.Tensor, chanAxis int) 
 	}
 	sn := c.addInit(name+"/scale", sv)
 	zn := c.addInit(name+"/zero_point", zv)
-	return c.nodeAt("DequantizeLinear", name+"/dequantized", []string{qn, sn, zn}, attrs...), nil
+	dq := c.nodeAt("DequantizeLinear", name+"/dequantized", []string{qn, sn, zn}, attrs...)
+	c.scales[dq] = scales
+	return dq, nil
+}
+
+// quantizedBias stores float32 bias b [F] of a product whose dequantized
+// operands have scales xs (per tensor) and ws (per output channel) as int32
+// with scale xs·ws[f] (zero point 0), the form onnxruntime's integer
+// convolution adds to its int32 sums, and returns its DequantizeLinear. It
+// returns "" when an operand was not quantized.
+func (c *converter) quantizedBias(name string, b tensor.Tensor, xv, wv string) string {
+	xs, ws := c.scales[xv], c.scales[wv]
+	f := b.Len()
+	if len(xs) != 1 || (len(ws) != f && len(ws) != 1) || b.DType() != tensor.Float32 {
+		return ""
+	}
+	scale := make([]float32, f)
+	q := make([]int32, f)
+	for i, v := range b.Float32s() {
+		scale[i] = xs[0] * ws[min(i, len(ws)-1)]
+		r := math.RoundToEven(float64(v) / float64(scale[i]))
+		q[i] = int32(min(max(r, math.MinInt32), math.MaxInt32))
+	}
+	qn := c.addInit(name+"/int32", tensorVal{dims: []int64{int64(f)}, typ: dtInt32, raw: rawLE(tensor.AsBytes(q), 4)})
+	sn := c.addInit(name+"/scale", tensorVal{dims: []int64{int64(f)}, typ: dtFloat, raw: rawLE(tensor.AsBytes(scale), 4)})
+	return c.nodeAt("DequantizeLinear", name+"/dequantized", []string{qn, sn}, attrI("axis", 0))
 }
 
 func scalarF32(v float32) tensorVal {

@@ -6,7 +6,8 @@
 // session to OUTDIR/i.npy and prints {"inputs": [...], "outputs": [...]} (the
 // session's names) as one JSON line. ORT_THREADS sets the intra-op threads
 // (default 1); ORT_REPEAT=k runs the model k more times and adds
-// "ms_per_run" to the JSON.
+// "ms_per_run" to the JSON; ORT_OPTIMIZED=FILE saves the model as
+// onnxruntime optimized it.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -69,6 +70,7 @@ async function main() {
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
+    ...(process.env.ORT_OPTIMIZED ? { optimizedModelFilePath: process.env.ORT_OPTIMIZED } : {}),
   });
   const inputs = {};
   for (const f of feeds) {
