@@ -145,8 +145,12 @@ func build(m Model, opt Options) (*modelProto, error) {
 	}
 	for _, o := range m.Outputs {
 		name := o.Name
+		v, err := c.valueOf(o.Node)
+		if err != nil {
+			return nil, fmt.Errorf("onnx: output %q: %w", name, err)
+		}
 		c.gp.Node = append(c.gp.Node, &nodeProto{OpType: "Identity", Name: name + "/identity",
-			Input: []string{c.value[o.Node.ID()]}, Output: []string{name}})
+			Input: []string{v}, Output: []string{name}})
 		c.gp.Output = append(c.gp.Output, c.valueInfo(name, o.Node))
 	}
 	mp := &modelProto{

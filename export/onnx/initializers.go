@@ -28,27 +28,29 @@ func (c *converter) leafTensor(x *graph.Node) (tensor.Tensor, error) {
 	}
 	name := x.Attr().Name
 	if c.m.Weights == nil {
-		return tensor.Tensor{}, fmt.Errorf("onnx: no weights given (need %q)", name)
+		return tensor.Tensor{}, fmt.Errorf("no weights given (need %q)", name)
 	}
 	t, ok := c.m.Weights(name)
 	if !ok {
-		return tensor.Tensor{}, fmt.Errorf("onnx: no value for weight %q", name)
+		return tensor.Tensor{}, fmt.Errorf("no value for weight %q", name)
 	}
 	if t.DType() != x.DType() || !t.Shape().Equal(x.Shape()) {
-		return tensor.Tensor{}, fmt.Errorf("onnx: weight %q is %s, the graph wants %s%v", name, t, x.DType(), x.Shape())
+		return tensor.Tensor{}, fmt.Errorf("weight %q is %s, the graph wants %s%v", name, t, x.DType(), x.Shape())
 	}
 	return t, nil
 }
 
-// in returns the ONNX value of n's i-th input; a leaf input becomes an
-// initializer holding its value the first time it is read as is.
-func (c *converter) in(n *graph.Node, i int) (string, error) {
-	x := n.Inputs()[i]
+// in returns the ONNX value of n's i-th input.
+func (c *converter) in(n *graph.Node, i int) (string, error) { return c.valueOf(n.Inputs()[i]) }
+
+// valueOf returns the ONNX value of x; a leaf becomes an initializer holding
+// its value the first time it is read as is.
+func (c *converter) valueOf(x *graph.Node) (string, error) {
 	if v := c.value[x.ID()]; v != "" {
 		return v, nil
 	}
 	if !isLeaf(x) {
-		return "", fmt.Errorf("onnx: internal: %s read before it was exported", x)
+		return "", fmt.Errorf("internal: %s read before it was exported", x)
 	}
 	t, err := c.leafTensor(x)
 	if err != nil {

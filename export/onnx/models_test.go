@@ -114,7 +114,8 @@ func opsModel(b int) (*graph.Graph, []*graph.Node, []Output) {
 	) // [B, 33]
 	aux := graph.LogSoftmax(feats)
 	g.PopScope()
-	return g, []*graph.Node{x, ids, hot}, []Output{{Name: "feats", Node: feats}, {Name: "log_probs", Node: aux}}
+	return g, []*graph.Node{x, ids, hot}, []Output{{Name: "feats", Node: feats}, {Name: "log_probs", Node: aux},
+		{Name: "table", Node: emb}, {Name: "x_again", Node: x}} // a weight and an input as outputs
 }
 
 func feedOps(rng *rand.Rand, in *graph.Node, t tensor.Tensor) {
