@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -79,11 +78,25 @@ func TestOnnxRuntimeMatchesHeadroom(t *testing.T) {
 
 func TestOnnxRuntimeInt8(t *testing.T) {
 	const calibBatch, calibBatches, evalBatch = 16, 4, 64
+	models := map[string]testModel{}
 	for _, tm := range testModels(t) {
-		if !slices.Contains([]string{"mlp_softmax", "cnn", "conv_same"}, tm.name) {
-			continue
-		}
-		t.Run(tm.name, func(t *testing.T) {
+		models[tm.name] = tm
+	}
+	cases := []struct {
+		name, model string
+		opset       int
+		int8        Int8Options
+	}{
+		{"mlp_softmax", "mlp_softmax", 0, Int8Options{}},
+		{"cnn", "cnn", 0, Int8Options{}},
+		{"conv_same", "conv_same", 0, Int8Options{}},
+		{"cnn/opset21", "cnn", MaxOpset, Int8Options{}},
+		{"cnn/int8_activations", "cnn", 0, Int8Options{SignedActivations: true}},
+		{"mlp_softmax/reduce_range", "mlp_softmax", 0, Int8Options{ReduceRange: true}},
+	}
+	for _, c := range cases {
+		tm := models[c.model]
+		t.Run(c.name, func(t *testing.T) {
 			ortSetup(t)
 			rng := rand.New(rand.NewPCG(11, uint64(len(tm.name))))
 			g, ins, outs := tm.build(calibBatch)
@@ -99,10 +112,12 @@ func TestOnnxRuntimeInt8(t *testing.T) {
 				t.Fatal(err)
 			}
 			var f32, i8 bytes.Buffer
-			if err := Write(&f32, m, Options{}); err != nil {
+			if err := Write(&f32, m, Options{Opset: c.opset}); err != nil {
 				t.Fatal(err)
 			}
-			if err := Write(&i8, m, Options{Int8: &Int8Options{Ranges: ranges}}); err != nil {
+			opt := c.int8
+			opt.Ranges = ranges
+			if err := Write(&i8, m, Options{Opset: c.opset, Int8: &opt}); err != nil {
 				t.Fatal(err)
 			}
 			_, feeds, want := reference(t, tm, evalBatch, weights, rng)
@@ -126,5 +141,3 @@ func outputNames(m Model) []string {
 }
 
 func itoa(v int) string { return string(rune('0'+v/10)) + string(rune('0'+v%10)) }
-
-var _ = graph.OpInput
