@@ -1,0 +1,47 @@
+// Package onnx exports headroom's inference graphs as ONNX models that
+// onnxruntime (or any ONNX runtime) runs with the same outputs, and
+// quantizes them to int8 after training.
+//
+// It sits after training in the life of a model: train (or a checkpoint)
+// gives the weights, nn builds the forward graph at some batch size, and
+// Write translates that graph node by node into a ModelProto (opset 17 by
+// default, MinOpset..MaxOpset on request), written with protowire by one
+// small encoder (proto.go).
+//
+// Terms:
+//   - Model: the graph, its Input nodes (batch first) and named Outputs,
+//     and a function giving each Variable's value (Weights).
+//   - Rule: how one graph op is exported (ops.go): its batch rule and the
+//     ONNX nodes it becomes. The table is keyed by graph.Op; an op that is
+//     not in it is an *UnsupportedError naming the op and its owner.
+//   - Batch axis: the axis of a value that scales with the batch (batch.go).
+//     Inputs and outputs carry the symbolic dimension "N" there, and shapes
+//     written into the model (Reshape, Expand) keep it symbolic, so the
+//     model runs at any batch although headroom built the graph at one.
+//     Build the graph at a batch larger than 1: at 1, a batch axis cannot
+//     be told from any other axis of size 1.
+//   - Layout: headroom's convolutions and pools are NHWC with HWIO filters;
+//     ONNX's are NCHW with OIHW filters. Activations go through Transpose
+//     nodes around each Conv/MaxPool/AveragePool (onnxruntime cancels the
+//     pairs between layers) and filters are stored as OIHW. "Same" padding
+//     becomes explicit pads with TensorFlow's odd cell at the end. A bias
+//     added to a convolution is folded into the Conv.
+//   - Initializers: Variables and Constants, stored once per form they are
+//     read in (as is, transposed, OIHW, int8).
+//   - Int8 (quant.go): post-training quantization in the QDQ format:
+//     weights of MatMul and Conv int8 per output channel, their computed
+//     operands QuantizeLinear/DequantizeLinear per tensor with ranges that
+//     Calibrate measures by running the float graph on headroom's own
+//     runtime over calibration batches (Ranges are keyed by node: calibrate
+//     and write the same graph). A convolution's folded bias is int32, so
+//     onnxruntime runs the layer as one integer kernel (QLinearConv); other
+//     biases, the logits and softmax stay float.
+//
+// Supported ops: Input, Variable, Constant, Neg, Exp, Log, Sqrt, Relu,
+// Sigmoid, Tanh, Erf, Abs, Cast, Add, Sub, Mul, Div, Maximum, Minimum, the
+// comparisons, Where, ReduceSum/Mean/Max, MatMul (transposed operands,
+// batch dimensions, bfloat16 products), Softmax, LogSoftmax, Reshape,
+// Transpose, BroadcastTo, Concat, Slice, Gather, OneHot, Conv2D, MaxPool2D,
+// AvgPool2D. Training-only ops (losses, gradients, dropout masks, Assign,
+// collectives) are not exported.
+package onnx
