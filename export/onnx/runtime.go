@@ -3,8 +3,10 @@ package onnx
 import (
 	"fmt"
 
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -16,7 +18,8 @@ import (
 func runGraph(m Model, keep []*graph.Node, batches int,
 	fill func(i int, inputs map[string]tensor.Tensor) error,
 	each func(i int, vals []tensor.Tensor) error) error {
-	opt := compile.Options{Name: "onnx"}
+	host := cpu.New(kernels.Threads())
+	opt := compile.Options{Name: "onnx", Target: host}
 	for i, n := range keep {
 		opt.Outputs = append(opt.Outputs, compile.Output{Name: fmt.Sprintf("keep%d", i), Node: n})
 	}
@@ -24,7 +27,7 @@ func runGraph(m Model, keep []*graph.Node, batches int,
 	if err != nil {
 		return fmt.Errorf("onnx: compiling the graph: %w", err)
 	}
-	e := runtime.NewCPU(0)
+	e := runtime.NewEngine(host, 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {
