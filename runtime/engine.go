@@ -360,9 +360,13 @@ func (e *Engine) LoadIn(p *compile.Program, a *Arena) (*Executable, error) {
 func (e *Engine) load(p *compile.Program, shared *Arena) (_ *Executable, err error) {
 	x := &Executable{Program: p, engine: e, spans: make([]Span, len(p.Plan.Buffers)),
 		inputs: map[string]tensor.Tensor{}, outputs: map[string]tensor.Tensor{}, arena: shared}
+	hadScratch := e.scratch != nil
 	defer func() {
 		if err != nil {
 			x.release()
+			if !hadScratch && len(e.loaded) == 0 {
+				e.ReleaseScratch() // the scratch this Load reserved
+			}
 			var oom *mem.OOMError
 			if errors.As(err, &oom) && len(oom.Remedies) == 0 {
 				oom.Remedies = p.Plan.OOM(p.Name, max(oom.Budget, 1)).Remedies
