@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"errors"
 	"github.com/headroom-ml/headroom/backend/cpu"
 	"strings"
 	"sync"
@@ -235,5 +236,35 @@ func TestHalfCastsInParts(t *testing.T) {
 				t.Fatalf("%s element %d (%v): got %#04x and %v back, want %#04x and %v", dt, i, v, got, back.Float32s()[i], bits, want)
 			}
 		}
+	}
+}
+
+// rankLost is a typed error a communicator returns (as dist's
+// *TimeoutError names the rank that did not arrive).
+type rankLost struct{ rank int }
+
+func (e *rankLost) Error() string { return "rank lost" }
+
+// failingRanks fails every collective with a *rankLost.
+type failingRanks struct{ twoRanks }
+
+func (c *failingRanks) AllReduceSum([]byte, tensor.DType) error { return &rankLost{rank: 1} }
+func (c *failingRanks) Start([]byte, tensor.DType) (runtime.Request, error) {
+	return nil, &rankLost{rank: 1}
+}
+
+// A collective's typed error reaches the caller of Run wrapped, not
+// flattened into text: errors.As finds it, inside a *runtime.RunError that
+// names the op.
+func TestCollectiveErrorIsWrapped(t *testing.T) {
+	x := loadOn(t, &failingRanks{}, collectiveStep)
+	err := x.Run()
+	var lost *rankLost
+	if !errors.As(err, &lost) || lost.rank != 1 {
+		t.Fatalf("Run: %v; want an error wrapping the communicator's *rankLost", err)
+	}
+	var re *runtime.RunError
+	if !errors.As(err, &re) || re.Op != graph.OpAllReduceStart {
+		t.Errorf("Run: %v; want a *runtime.RunError naming all_reduce_start", err)
 	}
 }

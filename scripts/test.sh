@@ -22,9 +22,15 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "system packages"
 # Debian packages the tests use: headless Chromium (the HTML report is
-# opened in it), a font for its text, the Fashion-MNIST files, and Open MPI
-# (the distributed tests build with -tags mpi and run under mpirun).
+# opened in it), a font for its text, the Fashion-MNIST files, Open MPI
+# (the distributed tests build with -tags mpi and run under mpirun),
+# Node.js and npm (ONNX exports are run in onnxruntime-node, which the test
+# installs with npm) and NumPy for Debian's python3 (the go-src corpus is
+# compared with the PyTorch peer's).
 need=()
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need+=(python3-numpy)
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 [ -f /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] || [ -f /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
@@ -57,8 +63,17 @@ go vet -tags cuda ./...
 CGO_ENABLED=0 go build -tags cuda ./...
 # the MPI engine is cgo behind its tag
 go vet -tags mpi ./...
+# the committed assembly is what its generators write
+go generate ./kernels/
+if ! git diff --quiet -- kernels/ 2>/dev/null; then
+  echo "go generate ./kernels/ changed the committed assembly:" >&2
+  git diff --stat -- kernels/ >&2
+  exit 1
+fi
 
 step "unit tests"
+# the ONNX tests must run the exports in onnxruntime, not skip
+export HEADROOM_REQUIRE_NODE=1
 go test -count=1 ./...
 
 step "race tests (concurrent packages)"
