@@ -17,7 +17,23 @@ type rule func(c *vjp, n, gy *graph.Node) []*graph.Node
 // rules is the VJP table: one rule per differentiable op.
 var rules [graph.NumOps]rule
 
+// moreRules are the rules of op families kept in files of their own
+// (registerRules), added to the table after the core ones.
+var moreRules []func()
+
+// registerRules adds a family's rules to the table when the package
+// initializes: var _ = registerRules(func() { rules[graph.OpX] = ... }).
+func registerRules(f func()) bool {
+	moreRules = append(moreRules, f)
+	return true
+}
+
 func init() {
+	defer func() {
+		for _, f := range moreRules {
+			f()
+		}
+	}()
 	rules = [graph.NumOps]rule{
 		graph.OpNeg:  func(c *vjp, n, gy *graph.Node) []*graph.Node { return one(graph.Neg(gy)) },
 		graph.OpExp:  func(c *vjp, n, gy *graph.Node) []*graph.Node { return one(graph.Mul(gy, c.val(n))) },

@@ -64,6 +64,10 @@ type Instr struct {
 	// its input x (compile fuses ReluGrad(x, MaxPool2DGrad(x, dy)), when
 	// the Target runs FusePoolReluGrad).
 	ReluMask bool
+
+	// vision ops' fields
+
+	// sequence ops' fields
 }
 
 // Window is the geometry of a convolution or pooling window over an NHWC

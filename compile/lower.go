@@ -15,6 +15,10 @@ func lowerNode(n *graph.Node, out int, ins []int) Instr {
 		InDType: x.DType(), Out: out, In: ins, Shape: s, Work: -1}
 	at := n.Attr()
 	it.BF16 = at.BF16
+	if f := moreLowering[n.Op()]; f != nil {
+		f(n, &it)
+		return it
+	}
 	switch n.Op() {
 	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
 		a, b := in[0].Shape(), in[1].Shape()
@@ -100,6 +104,11 @@ func lowerNode(n *graph.Node, out int, ins []int) Instr {
 	}
 	return it
 }
+
+// moreLowering completes the instructions of op families kept in files of
+// their own (it has the node's op, owner, dtypes, buffers and shape set);
+// such a file sets its entries when the package initializes.
+var moreLowering [graph.NumOps]func(n *graph.Node, it *Instr)
 
 // geom is the window geometry over an NHWC input of shape in.
 func geom(in tensor.Shape, at *graph.Attr) Window { return NewWindow(in, at) }

@@ -105,6 +105,10 @@ const (
 	OpAllReduceStart
 	OpAllReduceWait
 
+	// vision: the layers of convolutional networks (see vision.go)
+
+	// sequence: attention and recurrence (see sequence.go)
+
 	NumOps
 )
 
@@ -188,6 +192,10 @@ var opInfo = [NumOps]struct {
 	OpAllGather:               {"all_gather", ClassOther},
 	OpAllReduceStart:          {"all_reduce_start", ClassElementwise},
 	OpAllReduceWait:           {"all_reduce_wait", ClassAlias},
+
+	// vision
+
+	// sequence
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

@@ -7,13 +7,13 @@ import (
 	"github.com/headroom-ml/headroom/graph"
 )
 
-// Activations lists the activation names Apply accepts.
+// Activations lists the activation names Activate accepts.
 var Activations = []string{"linear", "relu", "gelu", "sigmoid", "tanh", "softmax"}
 
-// Apply returns x passed through the named activation ("" or "linear" is
+// Activate returns x passed through the named activation ("" or "linear" is
 // the identity). gelu is the exact form x·Φ(x) = x/2·(1 + erf(x/√2)), Keras'
 // default (approximate=False).
-func Apply(name string, x *graph.Node) (*graph.Node, error) {
+func Activate(name string, x *graph.Node) (*graph.Node, error) {
 	switch name {
 	case "", "linear":
 		return x, nil
@@ -32,10 +32,10 @@ func Apply(name string, x *graph.Node) (*graph.Node, error) {
 	return nil, fmt.Errorf("nn: unknown activation %q (known: %v)", name, Activations)
 }
 
-// mustApply is Apply for layers whose activation was validated when the
+// mustApply is Activate for layers whose activation was validated when the
 // layer was made.
 func mustApply(name string, x *graph.Node) *graph.Node {
-	y, err := Apply(name, x)
+	y, err := Activate(name, x)
 	if err != nil {
 		panic(&graph.Error{Op: graph.OpInvalid, Owner: x.Owner(), Msg: err.Error()})
 	}

@@ -24,7 +24,7 @@ func runActivation(t *testing.T, name string, dt tensor.DType) []float64 {
 		g := graph.New()
 		x := g.Input("x", dt, tensor.Shape{2, 8})
 		// + 0 keeps the identity an op of its own for "linear"
-		y, err := nn.Apply(name, graph.AddScalar(x, 0))
+		y, err := nn.Activate(name, graph.AddScalar(x, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,14 +145,14 @@ func TestSoftmax(t *testing.T) {
 func TestApplyErrors(t *testing.T) {
 	g := graph.New()
 	x := g.Input("x", tensor.Float32, tensor.Shape{2})
-	if y, err := nn.Apply("linear", x); err != nil || y != x {
+	if y, err := nn.Activate("linear", x); err != nil || y != x {
 		t.Errorf("Apply(linear) = %v, %v; want x itself", y, err)
 	}
-	if _, err := nn.Apply("swish", x); err == nil || !strings.Contains(err.Error(), "swish") {
+	if _, err := nn.Activate("swish", x); err == nil || !strings.Contains(err.Error(), "swish") {
 		t.Errorf("Apply(swish): got %v, want an error naming it", err)
 	}
 	for _, name := range nn.Activations {
-		if _, err := nn.Apply(name, x); err != nil {
+		if _, err := nn.Activate(name, x); err != nil {
 			t.Errorf("Apply(%q), listed in Activations: %v", name, err)
 		}
 	}

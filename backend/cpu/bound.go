@@ -163,6 +163,9 @@ func (b *Bound) failed(err error, format string, args ...any) error {
 
 // Run executes the instruction. It does not allocate unless it fails.
 func (b *Bound) Run() error {
+	if f := moreKernels[b.Op]; f != nil {
+		return f(b)
+	}
 	switch b.Op {
 	case graph.OpCast:
 		return b.cast()
@@ -246,6 +249,17 @@ func (b *Bound) Run() error {
 	}
 	return b.fail("no kernel for %s on %s", b.Op, b.DType)
 }
+
+// moreKernels runs the ops of families kept in files of their own; such a
+// file sets its entries when the package initializes.
+var moreKernels [graph.NumOps]func(b *Bound) error
+
+// moreWorkspace gives the workspace bytes (Target.Lower) and moreScratch
+// the per-thread packing floats (Target.Scratch) of such ops.
+var (
+	moreWorkspace [graph.NumOps]func(t *Target, it *compile.Instr) int64
+	moreScratch   [graph.NumOps]func(it *compile.Instr) int
+)
 
 // binaryOp maps an arithmetic op to its kernel operator.
 func binaryOp(op graph.Op) kernels.BinaryOp { return binaryOps[op] }

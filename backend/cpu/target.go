@@ -54,6 +54,9 @@ const ConvWorkspaceLimit = 8 << 20
 // Lower sets a fused chain's chunk and threads and returns the workspace
 // of fused chains (registers) and convolutions (im2col rows).
 func (t *Target) Lower(it *compile.Instr) int64 {
+	if f := moreWorkspace[it.Op]; f != nil {
+		return f(t, it)
+	}
 	switch it.Op {
 	case graph.OpFused:
 		f := it.Fused
@@ -80,6 +83,10 @@ func (t *Target) Scratch(instrs []compile.Instr) int64 {
 	for i := range instrs {
 		it := &instrs[i]
 		if it.DType != tensor.Float32 {
+			continue
+		}
+		if f := moreScratch[it.Op]; f != nil {
+			per = max(per, f(it))
 			continue
 		}
 		switch it.Op {
