@@ -8,15 +8,15 @@ import "golang.org/x/sys/cpu"
 
 // attnRowTiers are the implementations of the attention row operations this
 // CPU runs, fastest first: AVX-512 (F for VSCALEFPS and the k-masks, DQ for
-// the dropout hash's VPMULLQ, BMI2 for the tail mask), AVX2+FMA (dropout
-// in Go), Go.
+// the dropout hash's VPMULLQ, BMI2 for the tail mask), AVX2+FMA (e^x, max
+// and ds; masks and dropout in Go), Go.
 var attnRowTiers = func() []attnRowOps {
 	var t []attnRowOps
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasBMI2 {
-		t = append(t, attnRowOps{name: "avx512", max: attnMax512s, exp: attnExp512s, ds: attnDS512s, drop: attnDrop512s})
+		t = append(t, attnRowOps{name: "avx512", max: attnMax512s, exp: attnExp512s, ds: attnDS512s, mask: attnMask512s, drop: attnDrop512s})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		t = append(t, attnRowOps{name: "avx2", max: attnMaxAVX2s, exp: attnExpAVX2s, ds: attnDSAVX2s, drop: attnDropGo})
+		t = append(t, attnRowOps{name: "avx2", max: attnMaxAVX2s, exp: attnExpAVX2s, ds: attnDSAVX2s, mask: attnMaskGo, drop: attnDropGo})
 	}
 	return append(t, attnRowsGo)
 }()
@@ -60,4 +60,12 @@ func attnDrop512s(row []float32, x0, threshold uint64, keep float32) {
 		return
 	}
 	attnDrop512(&row[0], len(row), x0, attnGamma, threshold, keep)
+}
+
+func attnMask512s(row []float32, m []uint8) {
+	if len(row) == 0 {
+		return
+	}
+	m = m[:len(row)]
+	attnMask512(&row[0], &m[0], len(row))
 }

@@ -450,6 +450,39 @@ done:
 	VZEROUPPER
 	RET
 
+// func attnMask512(p *float32, m *uint8, n int)
+// Requires: AVX, AVX512F, BMI2
+TEXT ·attnMask512(SB), NOSPLIT, $0-24
+	MOVQ         p+0(FP), AX
+	MOVQ         m+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VBROADCASTSS attn512_neginf<>+0(SB), Z0
+
+loop:
+	CMPQ      DX, $0x10
+	JL        tail
+	VPMOVZXBD (CX), Z1
+	VPTESTNMD Z1, Z1, K1
+	VMOVUPS   Z0, K1, (AX)
+	ADDQ      $0x40, AX
+	ADDQ      $0x10, CX
+	SUBQ      $0x10, DX
+	JMP       loop
+
+tail:
+	TESTQ       DX, DX
+	JZ          done
+	MOVQ        $-1, BX
+	BZHIQ       DX, BX, DX
+	KMOVW       DX, K2
+	VPMOVZXBD.Z (CX), K2, Z1
+	VPTESTNMD   Z1, Z1, K2, K1
+	VMOVUPS     Z0, K1, (AX)
+
+done:
+	VZEROUPPER
+	RET
+
 // func attnMaxAVX2(p *float32, n int) float32
 // Requires: AVX, AVX2, SSE, SSE2
 TEXT ·attnMaxAVX2(SB), NOSPLIT, $0-20

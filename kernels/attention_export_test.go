@@ -61,3 +61,9 @@ func AttentionRowDrop(name string, row []float32, seed uint64, step int64, rate 
 	d := newAttnDropout(&AttentionParams{DropoutRate: rate, DropoutSeed: seed, DropoutStep: step})
 	d.apply(&attnRows, row, e0)
 }
+
+// AttentionRowMask runs the named implementation's mask on row.
+func AttentionRowMask(name string, row []float32, m []uint8) {
+	defer UseAttentionRows(name)()
+	attnRows.mask(row, m)
+}

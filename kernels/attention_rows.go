@@ -18,13 +18,15 @@ type attnRowOps struct {
 	exp func(row []float32, sub float32) float32
 	// ds sets ds[j] = p[j]·(ds[j] - di) (len(p) >= len(ds)).
 	ds func(ds, p []float32, di float32)
+	// mask sets row[j] = -Inf where m[j] == 0 (len(m) >= len(row)).
+	mask func(row []float32, m []uint8)
 	// drop multiplies row[j] by 0 where mix64(x0 + j·γ)>>11 < threshold,
 	// by keep elsewhere (γ = 0x9e3779b97f4a7c15): attnDropout.apply.
 	drop func(row []float32, x0, threshold uint64, keep float32)
 }
 
 // attnRowsGo is the portable implementation: e^x in float64, rounded once.
-var attnRowsGo = attnRowOps{name: "go", max: attnMaxGo, exp: attnExpGo, ds: attnDSGo, drop: attnDropGo}
+var attnRowsGo = attnRowOps{name: "go", max: attnMaxGo, exp: attnExpGo, ds: attnDSGo, mask: attnMaskGo, drop: attnDropGo}
 
 // attnRows is the implementation in use: the first of attnRowTiers (the
 // fastest this CPU runs), chosen at start-up.
@@ -54,6 +56,15 @@ func attnDSGo(ds, p []float32, di float32) {
 	p = p[:len(ds)]
 	for j, v := range ds {
 		ds[j] = p[j] * (v - di)
+	}
+}
+
+func attnMaskGo(row []float32, m []uint8) {
+	m = m[:len(row)]
+	for j, keep := range m {
+		if keep == 0 {
+			row[j] = float32(math.Inf(-1))
+		}
 	}
 }
 

@@ -25,6 +25,11 @@ func attnDS512(ds *float32, p *float32, n int, di float32)
 //go:noescape
 func attnDrop512(p *float32, n int, x0 uint64, step uint64, threshold uint64, keep float32)
 
+// attnMask512 sets p[j] = -Inf where m[j] == 0, for j < n.
+//
+//go:noescape
+func attnMask512(p *float32, m *uint8, n int)
+
 // attnMaxAVX2 returns the largest of p[j], j < n (n >= 1).
 //
 //go:noescape

@@ -434,8 +434,8 @@ func TestAttentionGradient(t *testing.T) {
 
 // TestAttentionRowOps checks every implementation of the row operations
 // against float64: e^x within 2 ulps (exactly 0 at -Inf, +Inf above the
-// range, NaN for NaN), the sum, the maximum, ds exactly, dropout exactly
-// as DropoutMask; every length from 0 to 40 (the assembly's partial last
+// range, NaN for NaN), the sum, the maximum, ds, masks and dropout (as
+// DropoutMask) exactly; every length from 0 to 40 (the assembly's partial last
 // vector) and nothing written past n.
 func TestAttentionRowOps(t *testing.T) {
 	r := rng(31)
@@ -501,6 +501,25 @@ func TestAttentionRowOps(t *testing.T) {
 					}
 					if got[j] != w {
 						t.Fatalf("n=%d: ds[%d] = %v, want %v", n, j, got[j], w)
+					}
+				}
+			}
+			// masks: -Inf where the mask is 0, nothing read or written past n
+			for n := 0; n <= 40; n++ {
+				x := testutil.RandFloat32s(r, n+8)
+				m := make([]uint8, n)
+				for j := range m {
+					m[j] = uint8(r.IntN(3))
+				}
+				row := append([]float32(nil), x...)
+				kernels.AttentionRowMask(name, row[:n], m)
+				for j := range x {
+					want := x[j]
+					if j < n && m[j] == 0 {
+						want = float32(math.Inf(-1))
+					}
+					if row[j] != want {
+						t.Fatalf("n=%d: mask row[%d] = %v, want %v", n, j, row[j], want)
 					}
 				}
 			}

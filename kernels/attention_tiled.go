@@ -283,11 +283,7 @@ func (c *attnState) forwardBlock(w *attnFwdBufs, b, h, i0 int) {
 			row := w.s[r*ldS : r*ldS+kb]
 			n := attnVisible(p, i, j0, kb)
 			if p.Mask != nil {
-				for j, keep := range p.Mask[(b*p.Tq+i)*p.Tk+j0:][:n] {
-					if keep == 0 {
-						row[j] = float32(math.Inf(-1))
-					}
-				}
+				c.rows.mask(row[:n], p.Mask[(b*p.Tq+i)*p.Tk+j0:])
 			}
 			mx := float32(math.Inf(-1))
 			if n > 0 {

@@ -186,11 +186,7 @@ func (c *attnState) backwardUnit(w *attnBwdBufs, u int) {
 					continue
 				}
 				if p.Mask != nil {
-					for j, keep := range p.Mask[(b*p.Tq+i)*p.Tk+j0:][:n] {
-						if keep == 0 {
-							row[j] = float32(math.Inf(-1))
-						}
-					}
+					c.rows.mask(row[:n], p.Mask[(b*p.Tq+i)*p.Tk+j0:])
 				}
 				c.rows.exp(row[:n], lse)
 				clear(row[n:])

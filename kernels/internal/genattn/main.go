@@ -7,6 +7,7 @@
 //   - attnMax: the largest of n floats (n >= 1).
 //   - attnExp: p[j] = e^(p[j] - sub) for j < n, and their sum.
 //   - attnDS: ds[j] = p[j]·(ds[j] - di), the softmax gradient of a row.
+//   - attnMask512: p[j] = -Inf where the boolean mask m[j] is 0.
 //   - attnDrop512: p[j] *= Z_j, the dropout mask of DropoutMask
 //     (SplitMix64's finalizer of x0 + j·step), eight 64-bit lanes at a
 //     time with AVX512DQ's VPMULLQ.
@@ -82,6 +83,7 @@ func main() {
 	exp512()
 	ds512()
 	drop512()
+	mask512()
 	maxAVX2()
 	expAVX2()
 	dsAVX2()
@@ -105,10 +107,18 @@ func vectorTable(name string, v uint32) Mem {
 // bcast512 returns a zmm register holding v in every lane. (The constant
 // is stored as its bits: the assembler reads no -Inf.)
 func bcast512(name string, v float32) reg.VecVirtual {
+	m, ok := scalars[name]
+	if !ok {
+		m = ConstData("attn512_"+name, U32(math.Float32bits(v)))
+		scalars[name] = m
+	}
 	z := ZMM()
-	VBROADCASTSS(ConstData("attn512_"+name, U32(math.Float32bits(v))), z)
+	VBROADCASTSS(m, z)
 	return z
 }
+
+// scalars are the 4-byte constants declared so far, by name.
+var scalars = map[string]Mem{}
 
 // tailMask512 sets k to the low n bits (1 <= n <= 15 in the register).
 func tailMask512(n reg.Register, k reg.OpmaskPhysical) {
@@ -335,6 +345,35 @@ func drop512() {
 	VMOVUPS_Z(Mem{Base: p}, reg.K4, v)
 	VMULPS_Z(v, keep, reg.K3, v)
 	VMOVUPS(v, reg.K4, Mem{Base: p})
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+func mask512() {
+	TEXT("attnMask512", NOSPLIT, "func(p *float32, m *uint8, n int)")
+	Pragma("noescape")
+	Doc("attnMask512 sets p[j] = -Inf where m[j] == 0, for j < n.")
+	p, m, n := Load(Param("p"), GP64()), Load(Param("m"), GP64()), Load(Param("n"), GP64())
+	neg := bcast512("neginf", float32(math.Inf(-1)))
+	v := ZMM()
+	Label("loop")
+	CMPQ(n, U8(16))
+	JL(LabelRef("tail"))
+	VPMOVZXBD(Mem{Base: m}, v)
+	VPTESTNMD(v, v, reg.K1) // K1: m[j] == 0
+	VMOVUPS(neg, reg.K1, Mem{Base: p})
+	ADDQ(U8(64), p)
+	ADDQ(U8(16), m)
+	SUBQ(U8(16), n)
+	JMP(LabelRef("loop"))
+	Label("tail")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	tailMask512(n, reg.K2)
+	VPMOVZXBD_Z(Mem{Base: m}, reg.K2, v) // reads only the tail's bytes
+	VPTESTNMD(v, v, reg.K2, reg.K1)
+	VMOVUPS(neg, reg.K1, Mem{Base: p})
 	Label("done")
 	VZEROUPPER()
 	RET()
