@@ -63,6 +63,27 @@ type AttentionParams struct {
 	DropoutStep int64
 }
 
+// checkAttnForward panics unless p is valid (checkAttention) and the
+// lengths of the forward pass's operands are those of p's layouts.
+func checkAttnForward(fn string, p *AttentionParams, o, lse, q, k, v int) {
+	nq, nk, rows := checkAttention(fn, p)
+	checkLen(fn, "q", q, nq)
+	checkLen(fn, "k", k, nk)
+	checkLen(fn, "v", v, nk)
+	checkLen(fn, "o", o, nq)
+	checkLen(fn, "lse", lse, rows)
+}
+
+// checkAttnBackward is checkAttnForward for the backward pass's operands.
+func checkAttnBackward(fn string, p *AttentionParams, dq, dk, dv, do, o, lse, q, k, v int) {
+	checkAttnForward(fn, p, o, lse, q, k, v)
+	nq, nk, _ := checkAttention(fn, p)
+	checkLen(fn, "do", do, nq)
+	checkLen(fn, "dq", dq, nq)
+	checkLen(fn, "dk", dk, nk)
+	checkLen(fn, "dv", dv, nk)
+}
+
 // checkAttention panics unless the sizes are non-negative and the options
 // valid, and returns the lengths of a [B, Tq, H, D] tensor, a [B, Tk, H, D]
 // tensor and lse.
@@ -95,12 +116,7 @@ func checkAttention(fn string, p *AttentionParams) (nq, nk, rows int) {
 // negative, a length does not match or work is too small.
 func AttentionForward[T Float](o, lse, q, k, v []T, p AttentionParams, work []T) []T {
 	const fn = "AttentionForward"
-	nq, nk, rows := checkAttention(fn, &p)
-	checkLen(fn, "q", len(q), nq)
-	checkLen(fn, "k", len(k), nk)
-	checkLen(fn, "v", len(v), nk)
-	checkLen(fn, "o", len(o), nq)
-	checkLen(fn, "lse", len(lse), rows)
+	checkAttnForward(fn, &p, len(o), len(lse), len(q), len(k), len(v))
 	var zero T
 	if unsafe.Sizeof(zero) == 4 && attnTiled(&p) {
 		attnForward32(fn, float32s(o), float32s(lse), float32s(q), float32s(k), float32s(v), &p, float32s(work))
@@ -129,22 +145,35 @@ func AttentionForward[T Float](o, lse, q, k, v []T, p AttentionParams, work []T)
 // small.
 func AttentionBackward[T Float](dq, dk, dv, do, o, lse, q, k, v []T, p AttentionParams, work []T) []T {
 	const fn = "AttentionBackward"
-	nq, nk, rows := checkAttention(fn, &p)
-	checkLen(fn, "q", len(q), nq)
-	checkLen(fn, "k", len(k), nk)
-	checkLen(fn, "v", len(v), nk)
-	checkLen(fn, "o", len(o), nq)
-	checkLen(fn, "lse", len(lse), rows)
-	checkLen(fn, "do", len(do), nq)
-	checkLen(fn, "dq", len(dq), nq)
-	checkLen(fn, "dk", len(dk), nk)
-	checkLen(fn, "dv", len(dv), nk)
+	checkAttnBackward(fn, &p, len(dq), len(dk), len(dv), len(do), len(o), len(lse), len(q), len(k), len(v))
 	var zero T
 	if unsafe.Sizeof(zero) == 4 && attnTiled(&p) {
 		attnBackward32(fn, float32s(dq), float32s(dk), float32s(dv), float32s(do), float32s(o), float32s(lse),
 			float32s(q), float32s(k), float32s(v), &p, float32s(work))
 		return dq
 	}
+	attnBackwardRows(dq, dk, dv, do, o, lse, q, k, v, &p)
+	return dq
+}
+
+// AttentionForwardRef is AttentionForward on the reference loop, in any
+// Float: the definition the fast kernels are tested against (kerneltest).
+// Row by row, it finds the maximum score over the visible keys, then sums
+// e^(s - max) and the weighted values in T; it needs no workspace (work is
+// ignored and may be nil) and runs on the calling goroutine.
+func AttentionForwardRef[T Float](o, lse, q, k, v []T, p AttentionParams, work []T) []T {
+	const fn = "AttentionForwardRef"
+	checkAttnForward(fn, &p, len(o), len(lse), len(q), len(k), len(v))
+	attnForwardRows(o, lse, q, k, v, &p)
+	return o
+}
+
+// AttentionBackwardRef is AttentionBackward on the reference loop, in any
+// Float: for each query row and visible key, P from lse, then the three
+// gradients' terms, summed in T. work is ignored and may be nil.
+func AttentionBackwardRef[T Float](dq, dk, dv, do, o, lse, q, k, v []T, p AttentionParams, work []T) []T {
+	const fn = "AttentionBackwardRef"
+	checkAttnBackward(fn, &p, len(dq), len(dk), len(dv), len(do), len(o), len(lse), len(q), len(k), len(v))
 	attnBackwardRows(dq, dk, dv, do, o, lse, q, k, v, &p)
 	return dq
 }
