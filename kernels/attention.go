@@ -105,14 +105,16 @@ func checkAttention(fn string, p *AttentionParams) (nq, nk, rows int) {
 // needs), as described above, and returns o. o and lse must not overlap
 // the inputs.
 //
-// float32 (and types defined on it) runs the tiled kernel: blocks of
-// queries against blocks of keys with the products on Sgemm's micro-kernel
-// and e^x in assembly, split over the worker pool by (b, h, block of
-// queries); work holds AttentionForwardWorkspace(p, n) floats for up to n
-// threads (more threads than work has room for are not used). Its result
-// does not depend on the number of threads. Other types run a row-by-row
-// loop in T that needs no workspace (work may be nil); it is meant for
-// gradient checks in float64. It allocates nothing. It panics if a size is
+// float32 (and types defined on it) runs the tiled kernel
+// (attention_tiled.go): blocks of queries against blocks of keys with the
+// products on Sgemm's micro-kernel and e^x in assembly, split over the
+// worker pool by (b, h) and, when B·H is small, chunks of query blocks;
+// work holds AttentionForwardWorkspace(p, n) floats for up to n threads
+// (more threads than work has room for are not used). Its result does not
+// depend on the number of threads; calls from several goroutines run one
+// after another. Other types run the row loop of AttentionForwardRef,
+// which needs no workspace (work may be nil); it is meant for gradient
+// checks in float64. It allocates nothing. It panics if a size is
 // negative, a length does not match or work is too small.
 func AttentionForward[T Float](o, lse, q, k, v []T, p AttentionParams, work []T) []T {
 	const fn = "AttentionForward"

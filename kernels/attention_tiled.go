@@ -15,22 +15,25 @@ import (
 //	P = e^(S - m'), l = l·e^(m - m') + rowsum P    attnRows.exp (assembly)
 //	O = O·e^(m - m') + (P⊙Z)·V_j        [br, D]    micro-kernel, k = bc
 //
-// and at the end sets o = O/l and lse = m + log l. Q_i is packed once per
-// block (scaled, as the micro-kernel's A panels [D][MR]); each key block is
-// packed as B panels [D][NR] (K) and [bc][NR] (V) while it is hot. Every
-// buffer of a block lives in its thread's slot of the workspace, about
-// (br + bc)·(D + bc)·4 bytes, so a block's products run from L1 and L2.
+// and at the end sets o = O/l and lse = m + log l. The keys of a (b, h)
+// are packed once, as the micro-kernel's B panels [D][NR] (K) and [bc][NR]
+// (V), and each block of queries once (scaled, as A panels [D][MR]); P is
+// packed as A panels [bc][MR] for its product with V. Every buffer lives in
+// its thread's slot of the workspace: a block's own buffers, about
+// br·(D + 2·bc + D)·4 bytes, stay in L1 and L2 while the packed keys stream
+// from L2 or L3. In a causal block the products skip the tiles, and the
+// keys of each row tile, that no query of the tile sees (attnProduct).
 //
-// Work is split into units, (b, h, block of queries) forward and (b, h,
-// group of key blocks) backward, claimed one at a time by the pool's threads
-// (Parallel, one part per workspace slot), the costliest first. A unit's
-// results depend only on the unit, never on the thread or slot that
+// Work is split into units, (b, h, chunk of query blocks) forward and
+// (b, h, group of key blocks) backward, claimed one at a time by the pool's
+// threads (Parallel, one part per workspace slot), the costliest first. A
+// unit's results depend only on the unit, never on the thread or slot that
 // computes it, so the outputs are the same on any number of threads.
 
 // Block sizes: at most attnBr query rows by attnBc keys, the sequences cut
 // into blocks of equal size rounded up to the tier's MR (queries) and NR
-// (keys). (Chosen with
-// BenchmarkAttentionForward/Backward on Zen 4; see the report of issue 16.)
+// (keys). (Chosen with BenchmarkAttentionForward/Backward at T = 128 on
+// Zen 4, among br 48, 96, 132 and bc 64, 128, 256.)
 const (
 	attnBr = 96
 	attnBc = 128
@@ -200,6 +203,7 @@ func attnForward32(fn string, o, lse, q, k, v []float32, p *AttentionParams, wor
 	attnMu.Lock()
 	defer attnMu.Unlock()
 	c := &attnCall
+	defer c.reset()
 	c.pl = newAttnPlan(p)
 	work, slots := attnSlots(fn, work, 0, c.pl.fwdSlot)
 	c.rows, c.slot, c.work = attnRows, c.pl.fwdSlot, work
@@ -207,7 +211,6 @@ func attnForward32(fn string, o, lse, q, k, v []float32, p *AttentionParams, wor
 	c.units = p.B * p.H * c.pl.chunks
 	c.next.Store(0)
 	Parallel(slots, attnForwardPart, c)
-	c.reset()
 }
 
 // attnForwardPart computes units on slot part until none is left.

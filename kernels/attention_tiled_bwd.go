@@ -70,6 +70,7 @@ func attnBackward32(fn string, dq, dk, dv, do, o, lse, q, k, v []float32, p *Att
 	attnMu.Lock()
 	defer attnMu.Unlock()
 	c := &attnCall
+	defer c.reset()
 	c.pl = newAttnPlan(p)
 	pl := &c.pl
 	work, slots := attnSlots(fn, work, pl.bwdShared, pl.bwdSlot)
@@ -84,7 +85,6 @@ func attnBackward32(fn string, dq, dk, dv, do, o, lse, q, k, v []float32, p *Att
 	if pl.groups > 1 {
 		attnSumGroups(dq, c.dq, pl)
 	}
-	c.reset()
 }
 
 // attnSumGroups sets dq = Scale·Σ_g part_g, adding the groups' parts in
