@@ -181,10 +181,14 @@ func attnProductT(t *gemmTier, c []float32, ldc int, a, b []float32, m, n, kp in
 }
 
 // attnScale multiplies x by s in place.
-func attnScale(x []float32, s float32) {
-	n := binaryVSSIMD(Mul, x, x, s, false)
-	for i := n; i < len(x); i++ {
-		x[i] *= s
+func attnScale(x []float32, s float32) { attnScaleTo(x, x, s) }
+
+// attnScaleTo sets dst = s·x (len(x) >= len(dst)).
+func attnScaleTo(dst, x []float32, s float32) {
+	x = x[:len(dst)]
+	n := binaryVSSIMD(Mul, dst, x, s, false)
+	for i := n; i < len(dst); i++ {
+		dst[i] = x[i] * s
 	}
 }
 

@@ -304,10 +304,7 @@ func (c *attnState) forwardBlock(w *attnFwdBufs, b, h, i0 int) {
 				// rescale what the earlier blocks summed to the new maximum
 				a := float32(math.Exp(float64(mOld - mNew)))
 				l[r] *= a
-				or := w.o[r*dPad : r*dPad+D]
-				for d := range or {
-					or[d] *= a
-				}
+				attnScaleTo(w.o[r*dPad:r*dPad+D], w.o[r*dPad:r*dPad+D], a)
 			}
 			l[r] += sum
 			m[r] = mNew
@@ -322,13 +319,16 @@ func (c *attnState) forwardBlock(w *attnFwdBufs, b, h, i0 int) {
 		or := c.o[qOff+r*ld : qOff+r*ld+D]
 		if l[r] == 0 {
 			clear(or) // no visible key
-			c.lse[bh*p.Tq+i0+r] = float32(math.Inf(-1))
 			continue
 		}
-		inv := 1 / l[r]
-		for d, x := range w.o[r*dPad : r*dPad+D] {
-			or[d] = x * inv
+		attnScaleTo(or, w.o[r*dPad:r*dPad+D], 1/l[r])
+	}
+	// the logarithms in a loop of their own, so that their latencies overlap
+	for r, lr := range l {
+		lse := float32(math.Inf(-1))
+		if lr != 0 {
+			lse = float32(float64(m[r]) + attnLog(lr))
 		}
-		c.lse[bh*p.Tq+i0+r] = float32(float64(m[r]) + attnLog(l[r]))
+		c.lse[bh*p.Tq+i0+r] = lse
 	}
 }

@@ -208,6 +208,23 @@ func exp512() {
 	}
 	acc := ZMM()
 	VXORPS(acc, acc, acc)
+	// two vectors at a time, whose long dependency chains then overlap;
+	// the sum adds them in order, as one vector at a time would
+	Label("loop2")
+	CMPQ(n, U8(32))
+	JL(LabelRef("loop"))
+	x0, e0, x1, e1 := ZMM(), ZMM(), ZMM(), ZMM()
+	VMOVUPS(Mem{Base: p}, x0)
+	VMOVUPS(Mem{Base: p, Disp: 64}, x1)
+	exp512Body(x0, e0, c, nil)
+	exp512Body(x1, e1, c, nil)
+	VMOVUPS(e0, Mem{Base: p})
+	VMOVUPS(e1, Mem{Base: p, Disp: 64})
+	VADDPS(e0, acc, acc)
+	VADDPS(e1, acc, acc)
+	ADDQ(U8(128), p)
+	SUBQ(U8(32), n)
+	JMP(LabelRef("loop2"))
 	Label("loop")
 	CMPQ(n, U8(16))
 	JL(LabelRef("tail"))
