@@ -213,4 +213,13 @@ func attnLog(x float32) float64 {
 	return float64(e)*math.Ln2 + 2*s*(1+s2*(1.0/3+s2*(1.0/5+s2*(1.0/7+s2*(1.0/9)))))
 }
 
+// attnMulTo sets dst = x⊙y (len(x), len(y) >= len(dst)).
+func attnMulTo(dst, x, y []float32) {
+	x, y = x[:len(dst)], y[:len(dst)]
+	n := binaryVVSIMD(Mul, dst, x, y)
+	for i := n; i < len(dst); i++ {
+		dst[i] = x[i] * y[i]
+	}
+}
+
 func roundUp(n, m int) int { return ceilDiv(n, m) * m }

@@ -197,14 +197,12 @@ func (c *attnState) backwardUnit(w *attnBwdBufs, u int) {
 						z[j] = 1
 					}
 					pl.drop.apply(&c.rows, z, (bh*p.Tq+i)*p.Tk+j0)
-					for j, zj := range z {
-						drow[j] *= zj
-					}
+					attnMulTo(drow[:n], drow, z)
 				}
 				c.rows.ds(drow[:n], row, di[i])
 				clear(drow[n:])
-				for j, zj := range z {
-					row[j] *= zj
+				if z != nil {
+					attnMulTo(row[:n], row, z)
 				}
 			}
 			attnPackCols(w.pt, w.s, ldS, qb, kb, mr, ts.gatherA)
@@ -227,9 +225,6 @@ func (c *attnState) backwardUnit(w *attnBwdBufs, u int) {
 		return
 	}
 	for i := 0; i < p.Tq; i++ {
-		d := c.dq[(b*p.Tq+i)*ld+h*D:][:D]
-		for x, v := range w.dq[i*dPad : i*dPad+D] {
-			d[x] = v * pl.scale
-		}
+		attnScaleTo(c.dq[(b*p.Tq+i)*ld+h*D:][:D], w.dq[i*dPad:], pl.scale)
 	}
 }
