@@ -26,15 +26,18 @@ import (
 // For batch b, head h, query i and key j, with s_ij = Scale·q_i·k_j:
 //
 //	visible(i, j) = Mask[b, i, j] != 0 (when Mask is set) and, when Causal,
-//	                j <= i + Tk - Tq
+//	                j <= i + off
 //	P_ij = e^(s_ij - lse_i) for visible j, 0 otherwise
 //	o_i  = Σ_j P_ij·Z_ij·v_j
 //
-// Causal uses the bottom-right alignment of Keras and PyTorch when Tq != Tk:
-// the last query sees every key (a query block appended to a cache of
-// Tk - Tq keys). A row with no visible key (fully masked, or a causal row
-// with i + Tk - Tq < 0) has o_i = 0, lse_i = -Inf and contributes nothing
-// to the gradients: its dq row is 0.
+// The causal offset off is Tk - Tq, the bottom-right alignment of
+// FlashAttention (2.1 on) and PyTorch's causal_lower_right: the last query
+// sees every key, as a block of queries appended to a cache of Tk - Tq keys
+// does. With CausalTopLeft it is 0, the alignment of Keras'
+// use_causal_mask (band_part of a [T, S] matrix of ones) and PyTorch's
+// is_causal. The two agree when Tq == Tk. A row with no visible key (fully
+// masked, or a causal row with i + off < 0) has o_i = 0, lse_i = -Inf and
+// contributes nothing to the gradients: its dq row is 0.
 //
 // Dropout on the probabilities (Z above, 1 where no dropout): Z_ij is 0
 // with probability DropoutRate, else 1/(1-DropoutRate), and is a pure
@@ -49,8 +52,9 @@ type AttentionParams struct {
 
 	// Scale multiplies the scores q·k; usually 1/√D.
 	Scale float64
-	// Causal hides from query i the keys j > i + Tk - Tq.
-	Causal bool
+	// Causal hides from query i the keys j > i + Tk - Tq, or, with
+	// CausalTopLeft, the keys j > i.
+	Causal, CausalTopLeft bool
 	// Mask, when not nil, is [B, Tq, Tk]: query i of batch b sees key j only
 	// where Mask[b, i, j] != 0.
 	Mask []uint8
@@ -250,13 +254,21 @@ func (d *attnDropout) apply(rows *attnRowOps, row []float32, e0 int) {
 	rows.drop(row, d.base+uint64(e0)*attnGamma, d.threshold, d.keep)
 }
 
+// attnOffset returns the causal offset: query i sees keys j <= i + offset.
+func attnOffset(p *AttentionParams) int {
+	if p.CausalTopLeft {
+		return 0
+	}
+	return p.Tk - p.Tq
+}
+
 // attnVisible returns how many of the keys [j0, j0+n) query i sees under
 // the causal rule (all n without it); a Mask may hide some of them.
 func attnVisible(p *AttentionParams, i, j0, n int) int {
 	if !p.Causal {
 		return n
 	}
-	return max(0, min(n, i+p.Tk-p.Tq+1-j0))
+	return max(0, min(n, i+attnOffset(p)+1-j0))
 }
 
 // attnForwardRows is AttentionForward row by row in T: two passes over the

@@ -25,7 +25,7 @@ const attnTol = 1e-5
 type attnCase struct {
 	name            string
 	b, tq, tk, h, d int
-	causal          bool
+	causal, topLeft bool
 	mask            bool    // a random mask, with one row fully masked
 	rate            float64 // dropout
 	sharp           float32 // q is multiplied by this (0: 1), for peaked softmaxes
@@ -33,7 +33,7 @@ type attnCase struct {
 
 func (c attnCase) params() kernels.AttentionParams {
 	return kernels.AttentionParams{B: c.b, Tq: c.tq, Tk: c.tk, H: c.h, D: c.d, Scale: 1 / math.Sqrt(float64(c.d)),
-		Causal: c.causal, DropoutRate: c.rate, DropoutSeed: 0x5eed, DropoutStep: 3}
+		Causal: c.causal, CausalTopLeft: c.topLeft, DropoutRate: c.rate, DropoutSeed: 0x5eed, DropoutStep: 3}
 }
 
 var attnCases = []attnCase{
@@ -46,7 +46,9 @@ var attnCases = []attnCase{
 	{name: "T130/D8/causal/mask/dropout", b: 1, tq: 130, tk: 130, h: 2, d: 8, causal: true, mask: true, rate: 0.1},
 	{name: "T33/D32/dropout", b: 2, tq: 33, tk: 33, h: 2, d: 32, rate: 0.3},
 	{name: "Tq7/Tk33/causal", b: 2, tq: 7, tk: 33, h: 2, d: 8, causal: true},
-	{name: "Tq33/Tk7/causal", b: 1, tq: 33, tk: 7, h: 3, d: 32, causal: true}, // rows 0..25 see no key
+	{name: "Tq33/Tk7/causal", b: 1, tq: 33, tk: 7, h: 3, d: 32, causal: true},                        // rows 0..25 see no key
+	{name: "Tq7/Tk33/causal-top-left", b: 2, tq: 7, tk: 33, h: 2, d: 8, causal: true, topLeft: true}, // keys 7.. unseen
+	{name: "Tq130/Tk33/causal-top-left/mask", b: 1, tq: 130, tk: 33, h: 2, d: 32, causal: true, topLeft: true, mask: true},
 	{name: "Tq130/Tk33/mask", b: 1, tq: 130, tk: 33, h: 2, d: 64, mask: true},
 	{name: "Tq33/Tk300/causal/dropout", b: 1, tq: 33, tk: 300, h: 1, d: 32, causal: true, rate: 0.5},
 	{name: "T7/D1", b: 3, tq: 7, tk: 7, h: 1, d: 1},
@@ -135,7 +137,7 @@ func attnReference(x attnData) attnRef {
 					if z != nil {
 						Z[i][j] = z[((b*H+h)*Tq+i)*Tk+j]
 					}
-					vis := (p.Mask == nil || p.Mask[(b*Tq+i)*Tk+j] != 0) && (!p.Causal || j <= i+Tk-Tq)
+					vis := (p.Mask == nil || p.Mask[(b*Tq+i)*Tk+j] != 0) && (!p.Causal || j <= i+causalOffset(p))
 					if !vis {
 						s[j] = math.Inf(-1)
 						continue
@@ -201,6 +203,14 @@ func attnReference(x attnData) attnRef {
 		}
 	}
 	return r
+}
+
+// causalOffset is the stated rule: query i sees key j <= i + offset.
+func causalOffset(p kernels.AttentionParams) int {
+	if p.CausalTopLeft {
+		return 0
+	}
+	return p.Tk - p.Tq
 }
 
 // checkAttnClose fails t unless |got - want| <= tol·max(1, mag) everywhere

@@ -120,7 +120,7 @@ const attnNoDiag = math.MaxInt / 4
 // a is packed in mr-row micro-panels [kp][mr] (attnPackRows or
 // attnPackCols with w = mr) and b in nr-column micro-panels [kp][nr], kp
 // floats deep. With load they add to c, else they set it. diag skips the
-// work that a causal block does not need: it is i0 + Tk - Tq - j0 for a
+// work that a causal block does not need: it is i0 + off - j0 for a
 // block of queries from i0 and keys from j0, so that query row r sees key
 // column j when j <= r + diag (attnNoDiag: every pair is visible).
 

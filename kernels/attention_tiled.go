@@ -239,7 +239,7 @@ func (c *attnState) forwardUnit(w *attnFwdBufs, u int) {
 	q0, q1 := pl.qBlocks*ch/pl.chunks, pl.qBlocks*(ch+1)/pl.chunks
 	kEnd := p.Tk
 	if p.Causal {
-		kEnd = max(0, min(p.Tk, min(q1*pl.br, p.Tq)+p.Tk-p.Tq)) // the last row's visible keys
+		kEnd = max(0, min(p.Tk, min(q1*pl.br, p.Tq)+attnOffset(p))) // the last row's visible keys
 	}
 	for j0 := 0; j0 < kEnd; j0 += pl.bc {
 		kb := min(pl.bc, kEnd-j0)
@@ -272,13 +272,13 @@ func (c *attnState) forwardBlock(w *attnFwdBufs, b, h, i0 int) {
 	}
 	kEnd := p.Tk
 	if p.Causal {
-		kEnd = min(p.Tk, i0+qb+p.Tk-p.Tq) // the last row's visible keys
+		kEnd = max(0, min(p.Tk, i0+qb+attnOffset(p))) // the last row's visible keys
 	}
 	for j0 := 0; j0 < kEnd; j0 += pl.bc {
 		kb := min(pl.bc, kEnd-j0)
 		diag := attnNoDiag
 		if p.Causal {
-			diag = i0 + p.Tk - p.Tq - j0
+			diag = i0 + attnOffset(p) - j0
 		}
 		attnProduct(ts, w.s, ldS, w.qp, w.kp[j0*D:], mp, kb, D, false, diag)
 		for r := 0; r < qb; r++ {

@@ -130,7 +130,7 @@ func (c *attnState) backwardUnit(w *attnBwdBufs, u int) {
 	bh := u % (p.B * p.H)
 	b, h, g := bh/p.H, bh%p.H, u/(p.B*p.H)
 	D, ld := p.D, pl.ld
-	off := p.Tk - p.Tq
+	off := attnOffset(p)
 
 	// Di = rowsum(dO ⊙ O) for every query of (b, h), and its query blocks
 	// packed once

@@ -12,6 +12,7 @@ import (
 type attnCase struct {
 	b, tq, tk, h, d int
 	causal, mask    bool
+	topLeft         bool // CausalTopLeft
 	rate            float64
 }
 
@@ -24,6 +25,7 @@ var attnCases = []attnCase{
 	{b: 1, tq: 33, tk: 130, h: 2, d: 32, mask: true},
 	{b: 1, tq: 130, tk: 33, h: 1, d: 64, causal: true, mask: true, rate: 0.2},
 	{b: 2, tq: 33, tk: 33, h: 3, d: 8, rate: 0.5},
+	{b: 1, tq: 33, tk: 7, h: 2, d: 16, causal: true, topLeft: true},
 }
 
 // attnInputs returns the parameters and inputs of c: q and k in [-2, 2),
@@ -32,7 +34,7 @@ func attnInputs(seed uint64, c attnCase) (p kernels.AttentionParams, q, k, v, do
 	r := newRand(seed)
 	nq, nk := c.b*c.tq*c.h*c.d, c.b*c.tk*c.h*c.d
 	p = kernels.AttentionParams{B: c.b, Tq: c.tq, Tk: c.tk, H: c.h, D: c.d, Scale: 1 / math.Sqrt(float64(c.d)),
-		Causal: c.causal, DropoutRate: c.rate, DropoutSeed: seed, DropoutStep: 1}
+		Causal: c.causal, CausalTopLeft: c.topLeft, DropoutRate: c.rate, DropoutSeed: seed, DropoutStep: 1}
 	q, k = uniform(r, nq, -2, 2), uniform(r, nk, -2, 2)
 	v, do = uniform(r, nk, -1, 1), uniform(r, nq, -1, 1)
 	if c.mask {
@@ -53,6 +55,9 @@ func (c attnCase) String() string {
 	s := name("B%d/Tq%d/Tk%d/H%d/D%d", c.b, c.tq, c.tk, c.h, c.d)
 	if c.causal {
 		s += "/causal"
+	}
+	if c.topLeft {
+		s += "-top-left"
 	}
 	if c.mask {
 		s += "/mask"
@@ -93,7 +98,7 @@ func attnMagnitudes(p kernels.AttentionParams, q, k, v, do, lse []float32) attnS
 					if z != nil {
 						Z[j] = z[((b*H+h)*Tq+i)*Tk+j]
 					}
-					if (p.Mask != nil && p.Mask[(b*Tq+i)*Tk+j] == 0) || (p.Causal && j > i+Tk-Tq) || math.IsInf(l, -1) {
+					if (p.Mask != nil && p.Mask[(b*Tq+i)*Tk+j] == 0) || (p.Causal && !p.CausalTopLeft && j > i+Tk-Tq) || (p.Causal && p.CausalTopLeft && j > i) || math.IsInf(l, -1) {
 						continue
 					}
 					var sc float64
