@@ -29,10 +29,15 @@ type attnCase struct {
 	mask            bool    // a random mask, with one row fully masked
 	rate            float64 // dropout
 	sharp           float32 // q is multiplied by this (0: 1), for peaked softmaxes
+	scale           float64 // Scale (0: 1/√D)
 }
 
 func (c attnCase) params() kernels.AttentionParams {
-	return kernels.AttentionParams{B: c.b, Tq: c.tq, Tk: c.tk, H: c.h, D: c.d, Scale: 1 / math.Sqrt(float64(c.d)),
+	scale := c.scale
+	if scale == 0 {
+		scale = 1 / math.Sqrt(float64(c.d))
+	}
+	return kernels.AttentionParams{B: c.b, Tq: c.tq, Tk: c.tk, H: c.h, D: c.d, Scale: scale,
 		Causal: c.causal, CausalTopLeft: c.topLeft, DropoutRate: c.rate, DropoutSeed: 0x5eed, DropoutStep: 3}
 }
 
@@ -52,6 +57,7 @@ var attnCases = []attnCase{
 	{name: "Tq130/Tk33/mask", b: 1, tq: 130, tk: 33, h: 2, d: 64, mask: true},
 	{name: "Tq33/Tk300/causal/dropout", b: 1, tq: 33, tk: 300, h: 1, d: 32, causal: true, rate: 0.5},
 	{name: "T7/D1", b: 3, tq: 7, tk: 7, h: 1, d: 1},
+	{name: "T33/D8/negative-scale/causal", b: 1, tq: 33, tk: 33, h: 2, d: 8, causal: true, scale: -0.7},
 	{name: "T33/D65/causal", b: 1, tq: 33, tk: 33, h: 2, d: 65, causal: true, sharp: 3},
 	{name: "B4H4/T33/D16/causal", b: 4, tq: 33, tk: 33, h: 4, d: 16, causal: true},
 }
