@@ -20,6 +20,9 @@ func testAllocs(t *testing.T, impl Impl) {
 	_, sumSt := keepdims(tensor.Shape(shape), []int{0})
 	perm := []int{1, 0}
 	bf, hf := make([]tensor.BF16, len(x)), make([]tensor.F16, len(x))
+	ap, aq, ak, av, ado := attnInputs(16, attnCase{b: 1, tq: 9, tk: 33, h: 2, d: 8, causal: true, mask: true, rate: 0.1})
+	ao, alse, adq, adk, adv := make([]float32, len(aq)), make([]float32, 2*9), make([]float32, len(aq)), make([]float32, len(ak)), make([]float32, len(ak))
+	awork := attnWorkspace(ap)
 
 	calls := []struct {
 		name string
@@ -55,6 +58,10 @@ func testAllocs(t *testing.T, impl Impl) {
 		{"BF16ToFloat32", impl.BF16ToFloat32 != nil, func() { impl.BF16ToFloat32(dst, bf) }},
 		{"Float32ToF16", impl.Float32ToF16 != nil, func() { impl.Float32ToF16(hf, x) }},
 		{"F16ToFloat32", impl.F16ToFloat32 != nil, func() { impl.F16ToFloat32(dst, hf) }},
+		{"AttentionForward", impl.AttentionForward != nil, func() { impl.AttentionForward(ao, alse, aq, ak, av, ap, awork) }},
+		{"AttentionBackward", impl.AttentionBackward != nil, func() {
+			impl.AttentionBackward(adq, adk, adv, ado, ao, alse, aq, ak, av, ap, awork)
+		}},
 	}
 	for _, c := range calls {
 		if !c.set {

@@ -26,6 +26,13 @@
 //     reduced group for the reductions. This is the usual forward error
 //     bound of a float32 sum, so blocked or vectorized summation passes and
 //     a wrong term does not.
+//   - Attention (AttentionForward, AttentionBackward): the sum rule, S being
+//     the sum of the absolute values of an output's terms in float64: for
+//     o_i, Σ_j P_ij·Z_ij·|v_j| (P from the reference's lse, Z the dropout
+//     mask); for dv_j, Σ_i P_ij·Z_ij·|do_i|; for dq and dk, Scale·Σ |k_j|
+//     (or |q_i|) times P_ij·(Z_ij·Σ_d |do_i·v_j| + Σ_j' P_ij'·Z_ij'·Σ_d
+//     |do_i·v_j'|), which bounds the error of dS term by term; lse by the
+//     elementwise rule, so a row that sees no key must give lse = -Inf.
 //   - Exact: ReduceMax and Transpose must equal the reference (NaN matching
 //     NaN); the 16-bit conversions must produce the same bits, except that
 //     any NaN matches any NaN.

@@ -34,6 +34,10 @@ type (
 	CrossEntropyGradFunc = func(dst, logits []float32, labels []int32, g []float32, rows, cols int) int
 	// TransposeFunc is Transpose.
 	TransposeFunc = func(dst, x []float32, shape, perm []int) []float32
+	// AttentionFunc is AttentionForward.
+	AttentionFunc = func(o, lse, q, k, v []float32, p kernels.AttentionParams, work []float32) []float32
+	// AttentionGradFunc is AttentionBackward.
+	AttentionGradFunc = func(dq, dk, dv, do, o, lse, q, k, v []float32, p kernels.AttentionParams, work []float32) []float32
 )
 
 // Impl describes one implementation of the float32 kernels. Run tests every
@@ -61,6 +65,11 @@ type Impl struct {
 	SoftmaxCrossEntropyGrad     CrossEntropyGradFunc
 
 	Transpose TransposeFunc
+
+	// The attention passes get work sized by the kernels' workspace
+	// functions (AttentionForwardWorkspace, AttentionBackwardWorkspace).
+	AttentionForward  AttentionFunc
+	AttentionBackward AttentionGradFunc
 
 	Float32ToBF16 func(dst []tensor.BF16, src []float32) []tensor.BF16
 	BF16ToFloat32 func(dst []float32, src []tensor.BF16) []float32
@@ -105,6 +114,9 @@ func Reference() Impl {
 		SoftmaxCrossEntropyGrad: kernels.SoftmaxCrossEntropyGrad[float32],
 
 		Transpose: kernels.Transpose[float32],
+
+		AttentionForward:  kernels.AttentionForwardRef[float32], // the row loop, not the tiled kernel
+		AttentionBackward: kernels.AttentionBackwardRef[float32],
 
 		Float32ToBF16: kernels.Float32ToBF16,
 		BF16ToFloat32: kernels.BF16ToFloat32,

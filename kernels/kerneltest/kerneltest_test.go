@@ -96,6 +96,18 @@ var mutations = map[string]func(impl *kerneltest.Impl){
 			return bad
 		}
 	},
+	"AttentionForward ignores causal": func(impl *kerneltest.Impl) {
+		impl.AttentionForward = func(o, lse, q, k, v []float32, p kernels.AttentionParams, work []float32) []float32 {
+			p.Causal = false
+			return kernels.AttentionForward(o, lse, q, k, v, p, work)
+		}
+	},
+	"AttentionBackward ignores dropout": func(impl *kerneltest.Impl) {
+		impl.AttentionBackward = func(dq, dk, dv, do, o, lse, q, k, v []float32, p kernels.AttentionParams, work []float32) []float32 {
+			p.DropoutRate = 0
+			return kernels.AttentionBackward(dq, dk, dv, do, o, lse, q, k, v, p, work)
+		}
+	},
 	"Transpose ignores perm": func(impl *kerneltest.Impl) {
 		impl.Transpose = func(dst, x []float32, shape, perm []int) []float32 { return kernels.Copy(dst, x) }
 	},

@@ -51,6 +51,10 @@ func Run(t *testing.T, impl Impl) {
 			testCrossEntropyGrad(t, impl.SoftmaxCrossEntropyGrad, ref.SoftmaxCrossEntropyGrad)
 		}},
 		{"Transpose", impl.Transpose != nil, func(t *testing.T) { testTranspose(t, impl.Transpose, ref.Transpose) }},
+		{"AttentionForward", impl.AttentionForward != nil, func(t *testing.T) { testAttentionForward(t, impl.AttentionForward, ref.AttentionForward) }},
+		{"AttentionBackward", impl.AttentionBackward != nil, func(t *testing.T) {
+			testAttentionBackward(t, impl.AttentionBackward, ref.AttentionBackward, ref.AttentionForward)
+		}},
 		{"Float32ToBF16", impl.Float32ToBF16 != nil, func(t *testing.T) { testToBF16(t, impl.Float32ToBF16, ref.Float32ToBF16) }},
 		{"BF16ToFloat32", impl.BF16ToFloat32 != nil, func(t *testing.T) { testFromBF16(t, impl.BF16ToFloat32, ref.BF16ToFloat32) }},
 		{"Float32ToF16", impl.Float32ToF16 != nil, func(t *testing.T) { testToF16(t, impl.Float32ToF16, ref.Float32ToF16) }},
