@@ -6,11 +6,37 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// Models lists the models ModelByName builds.
+// Models lists the models NewModel builds: the Sequential ones of
+// ModelByName, then those registered (RegisterModel), in order.
 var Models = []string{"small", "mlp", "cnn"}
 
-// ModelByName returns one of the project's models for examples of shape
-// input and `classes` outputs (logits):
+// registered maps a model name to its builder (RegisterModel).
+var registered = map[string]func(input tensor.Shape, classes int) (Model, error){}
+
+// RegisterModel makes NewModel build name with f (for examples of shape
+// input and classes outputs); reference models kept in files of their own
+// register themselves: var _ = RegisterModel("resnet", resnet). It panics
+// on a name taken (a programming error).
+func RegisterModel(name string, f func(input tensor.Shape, classes int) (Model, error)) bool {
+	if _, ok := registered[name]; ok || name == "small" || name == "mlp" || name == "cnn" {
+		panic("nn: model " + name + " registered twice")
+	}
+	registered[name] = f
+	Models = append(Models, name)
+	return true
+}
+
+// NewModel returns the project's model name for examples of shape input
+// and classes outputs: a Sequential of ModelByName, or a registered one.
+func NewModel(name string, input tensor.Shape, classes int) (Model, error) {
+	if f, ok := registered[name]; ok {
+		return f(input, classes)
+	}
+	return ModelByName(name, input, classes)
+}
+
+// ModelByName returns one of the project's Sequential models for examples
+// of shape input and `classes` outputs (logits):
 //   - small: input -> dense 128 relu -> classes; the default, sized for
 //     8x8 digits.
 //   - mlp: the reference MLP of BENCHMARKS.md: input -> 1024 relu ->

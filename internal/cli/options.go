@@ -116,14 +116,14 @@ func (o *options) load() (trainSet, testSet *data.Examples, err error) {
 
 // config builds the model and the training configuration for the data.
 func (o *options) config(trainSet, testSet *data.Examples) (train.Config, error) {
-	var m *nn.Sequential
+	var m nn.Model
 	var err error
 	var loss nn.Loss
 	if o.keras != "" {
 		if m, loss, err = o.kerasModel(trainSet); err != nil {
 			return train.Config{}, err
 		}
-	} else if m, err = nn.ModelByName(o.model, trainSet.Shape, trainSet.Classes); err != nil {
+	} else if m, err = nn.NewModel(o.model, trainSet.Shape, trainSet.Classes); err != nil {
 		return train.Config{}, err
 	}
 	opt, err := optim.ByName(o.optimizer)
