@@ -73,6 +73,10 @@ type Config struct {
 	// Remat recomputes activations in the backward pass instead of keeping
 	// them, but for every ⌈√L⌉-th layer output (gradient checkpointing).
 	Remat bool
+	// storage is what compileAll chose for a 16-bit precision policy (see
+	// Storage).
+	storage     StorageChoice
+	storageNote string
 	// Accumulate, when > 1, splits each batch into that many equal
 	// micro-batches whose gradients are summed before one update (the
 	// effective batch stays Batch). BatchNormalization sees each
@@ -115,8 +119,13 @@ func (c *Config) defaults() {
 
 // stepConfig is the step builder's configuration of the run.
 func (c *Config) stepConfig() step.Config {
-	s := step.Config{Model: c.Model, Loss: c.Loss, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: c.Precision,
-		Remat: c.Remat, Seed: c.Seed, Target: c.Backend, ShardOptimizer: c.ShardOptimizer, BucketBytes: c.BucketBytes}
+	prec := c.Precision
+	if c.storage == StorageFloat32 {
+		prec = "float32"
+	}
+	s := step.Config{Model: c.Model, Loss: c.Loss, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: prec,
+		Float32Storage: c.storage == StorageFloat32Activations,
+		Remat:          c.Remat, Seed: c.Seed, Target: c.Backend, ShardOptimizer: c.ShardOptimizer, BucketBytes: c.BucketBytes}
 	if c.ranks() > 1 {
 		s.Ranks, s.Rank = c.ranks(), c.Comm.Rank()
 	}
@@ -144,7 +153,7 @@ func (c *Config) ranks() int {
 // accumulate is the number of micro-batches per update (at least 1).
 func (c *Config) accumulate() int { return max(1, c.Accumulate) }
 
-func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" }
+func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" && c.storage == StorageLow }
 
 // sharded reports whether the optimizer state is sharded over the
 // processes (ZeRO stage 1).

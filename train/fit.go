@@ -209,7 +209,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	var loss float64
 	for at, m := lo, 0; at < hi; m++ {
 		size := min(mb, hi-at)
-		pr, err := t.stepProgram(at+size < hi, size, local)
+		pr, err := t.stepProgram(at+size < hi, size)
 		if err != nil {
 			return err
 		}
@@ -250,13 +250,13 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	return nil
 }
 
-// stepProgram returns the program for a run of size examples of a batch of
-// n: accumulating (not the batch's last run), or the one that updates.
-func (t *Trainer) stepProgram(accumulate bool, size, n int) (*program, error) {
+// stepProgram returns the program for a run of size examples of a batch:
+// accumulating (not the batch's last run), or the one that updates.
+func (t *Trainer) stepProgram(accumulate bool, size int) (*program, error) {
 	if accumulate {
 		return t.progs["train_accumulate"], nil
 	}
-	if pr := t.progs["train"]; pr.batch == size && (t.cfg.accumulate() > 1 || n == t.cfg.Batch/t.cfg.ranks()) {
+	if pr := t.progs["train"]; pr.batch == size { // a full batch, or a whole data set smaller than one
 		return pr, nil
 	}
 	if pr := t.progs["train_tail"]; pr != nil && pr.batch == size {

@@ -83,10 +83,11 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 		}
 		evalN = evalData.N
 	}
-	progs, err := cfg.compileAll(trainN, evalN)
+	progs, err := t.cfg.compileAll(trainN, evalN)
 	if err != nil {
 		return nil, err
 	}
+	cfg = t.cfg
 	totals, share := planned(progs)
 	var dataBytes int64
 	if trainData != nil {

@@ -35,7 +35,8 @@ type planReport struct {
 	PeakBytes         int64        `json:"peak_bytes"`
 	BudgetBytes       int64        `json:"budget_bytes,omitempty"`
 	MaxBatchForBudget *int         `json:"max_batch_for_budget,omitempty"`
-	StepBatch         int          `json:"step_batch,omitempty"` // set when --batch exceeds the training set: a step holds all of it
+	StepBatch         int          `json:"step_batch,omitempty"`     // set when --batch exceeds the training set: a step holds all of it
+	PrecisionNote     string       `json:"precision_note,omitempty"` // a 16-bit policy that keeps float32's layout, and why
 	Layers            []layerBytes `json:"layers"`
 }
 
@@ -132,6 +133,11 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if cfg.Precision == "mixed_bfloat16" || cfg.Precision == "mixed_float16" {
+		if _, r.PrecisionNote, err = train.StorageFor(cfg, trainN, evalN); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -208,6 +214,9 @@ func printReport(w io.Writer, r *planReport) {
 	fmt.Fprintf(w, "  workspace   %12d B  %s\n", r.WorkspaceBytes, fb(r.WorkspaceBytes))
 	fmt.Fprintf(w, "  input       %12d B  %s (batches and the data set)\n", r.InputBytes, fb(r.InputBytes))
 	fmt.Fprintf(w, "  peak        %12d B  %s (arena %s, lower bound %s)\n", r.PeakBytes, fb(r.PeakBytes), fb(r.ArenaBytes), fb(r.LowerBoundBytes))
+	if r.PrecisionNote != "" {
+		fmt.Fprintf(w, "  precision %s\n", r.PrecisionNote)
+	}
 	fmt.Fprintf(w, "per layer (activation and other: arena buffers the layer owns, which share memory over time):\n")
 	fmt.Fprintf(w, "  %-24s %12s %12s %12s %12s\n", "layer", "params", "optstate", "activation", "other")
 	for _, l := range r.Layers {

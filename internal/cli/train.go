@@ -206,6 +206,9 @@ func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *dat
 	if o.budgetBytes > 0 {
 		fmt.Fprintf(w, "  budget %s: %s to spare\n", mem.FormatBytes(o.budgetBytes), mem.FormatBytes(o.budgetBytes-t.Planned))
 	}
+	if _, note := t.Storage(); note != "" {
+		fmt.Fprintf(w, "  precision %s\n", note)
+	}
 }
 
 func peakRSSMiB() float64 {
