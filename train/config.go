@@ -33,6 +33,19 @@ type Config struct {
 	CheckpointDir   string
 	Resume          bool
 	KeepCheckpoints int // 0: keep 3
+	// CheckpointEvery > 0 also writes a checkpoint every that many
+	// optimizer steps, at the exact position in the epoch: a resumed run
+	// continues from there bit for bit.
+	CheckpointEvery int64
+	// Interrupt, when it fires (a receive succeeds), makes Fit finish the
+	// step in progress, write a checkpoint of where it stands (with
+	// CheckpointDir) and return an *Interrupted: how a SIGTERM from a job
+	// scheduler stops a run without losing it.
+	Interrupt <-chan struct{}
+	// Log, when set, receives the trainer's own messages as they happen:
+	// which checkpoint a resume starts from and which damaged ones it
+	// passed over, re-plans under a lowered budget.
+	Log func(msg string)
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
 	// Threads is how many threads the step's kernels are planned for (0:

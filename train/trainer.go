@@ -37,6 +37,8 @@ type Trainer struct {
 	lossScale float64
 	goodSteps int
 	skipped   int64
+	step      int64    // optimizer steps done (Fit keeps it)
+	pos       position // where in the data the run stands (Fit keeps it)
 }
 
 // New compiles the model for the training data and cfg.Validation and

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"github.com/headroom-ml/headroom/data"
 	"io"
@@ -23,7 +24,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet("train", stderr)
 	o.register(fs)
-	ckpt := fs.String("checkpoint-dir", "", "write a checkpoint at each epoch end to this directory")
+	ckpt := fs.String("checkpoint-dir", "", "write a checkpoint at each epoch end (and on SIGTERM/SIGINT, and with --checkpoint-every) to this directory")
+	every := fs.Int64("checkpoint-every", 0, "also write a checkpoint every this many optimizer steps, at the exact position in the epoch")
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
 	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
 	quiet := fs.Bool("quiet", false, "print only the RESULT line")
@@ -46,6 +48,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if *resume && *ckpt == "" {
 		return fmt.Errorf("--resume needs --checkpoint-dir")
 	}
+	if *every < 0 || (*every > 0 && *ckpt == "") {
+		return fmt.Errorf("--checkpoint-every %d needs a positive count and --checkpoint-dir", *every)
+	}
 	if *ckpt != "" { // as Keras' ModelCheckpoint: make it, and fail before step 1 if we cannot
 		if err := os.MkdirAll(*ckpt, 0o755); err != nil {
 			return fmt.Errorf("--checkpoint-dir: %w", err)
@@ -59,7 +64,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory, cfg.MaxSteps = *ckpt, *resume, *strict, *maxSteps
+	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory, cfg.MaxSteps, cfg.CheckpointEvery = *ckpt, *resume, *strict, *maxSteps, *every
 	// Under mpirun (a binary built with -tags mpi) the run is data-parallel;
 	// otherwise this is a single process.
 	comm, err := dist.Open(dist.Options{Timeout: *rankTimeout})
@@ -105,6 +110,13 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs}
 	cfg.Callbacks = append(cfg.Callbacks, p)
+	cfg.Log = func(msg string) { fmt.Fprintf(out, "headroom: %s\n", msg) }
+	// SIGTERM (Slurm, Kubernetes, spot instances) and SIGINT (Ctrl-C) end
+	// the step in progress, write a checkpoint and exit 128+signal; a
+	// second one is not caught and ends the process at once.
+	stop := onSignals()
+	defer stop.release()
+	cfg.Interrupt = stop.fired
 
 	t, err := train.New(cfg, trainSet)
 	if err != nil {
@@ -130,8 +142,27 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			err = cerr
 		}
 	}
+	var in *train.Interrupted
+	if errors.As(err, &in) {
+		sig := stop.signal()
+		msg := fmt.Sprintf("stopped by %s after step %d (epoch %d, batch %d)", signalName(sig), in.Step, in.Epoch, in.Batch)
+		if in.Checkpoint != "" {
+			msg += fmt.Sprintf("; checkpoint written to %s: resume with --resume --checkpoint-dir %s", in.Checkpoint, *ckpt)
+		} else {
+			msg += "; no --checkpoint-dir was given, so nothing was saved"
+		}
+		return &exitError{status: 128 + signalNumber(sig), msg: msg}
+	}
 	if err != nil {
 		return err
+	}
+	if h.Done {
+		fmt.Fprintf(stdout, "headroom: nothing to do: %s is at the end of the run (%d epochs", h.ResumedFrom, cfg.Epochs)
+		if cfg.MaxSteps > 0 {
+			fmt.Fprintf(stdout, ", --max-steps %d", cfg.MaxSteps)
+		}
+		fmt.Fprintln(stdout, ")")
+		return nil
 	}
 	if *savePath != "" { // every process takes part; rank 0 writes
 		if err := t.SaveWeights(*savePath); err != nil {
