@@ -244,10 +244,25 @@ func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool
 			adj[in.ID()] = gx
 		} else {
 			g.PushScope("grad/" + in.Owner())
-			adj[in.ID()] = graph.Add(adj[in.ID()], gx)
+			adj[in.ID()] = accumulate(adj[in.ID()], gx)
 			g.PopScope()
 		}
 	}
+}
+
+// accumulate returns the sum of two gradients of one value. When one is
+// the gradient of a slice (an Unslice), the other gets its slice added in
+// place (graph.UnsliceAdd): the steps of an unrolled recurrence each read
+// a slice of their input's projection, and summing their gradients as
+// whole tensors would take time proportional to the steps squared.
+func accumulate(a, b *graph.Node) *graph.Node {
+	switch {
+	case b.Op() == graph.OpUnslice:
+		return graph.UnsliceAdd(a, b.Inputs()[0], b.Attr().Starts)
+	case a.Op() == graph.OpUnslice:
+		return graph.UnsliceAdd(b, a.Inputs()[0], a.Attr().Starts)
+	}
+	return graph.Add(a, b)
 }
 
 // Differentiable reports whether op has a VJP rule that passes gradients to

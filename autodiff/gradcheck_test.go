@@ -160,8 +160,14 @@ func gradCases() []gradCase {
 			return graph.Tanh(graph.Add(graph.MatMul(x[0], x[1]), x[2]))
 		}},
 	}
+	for _, more := range moreGradCases {
+		cases = append(cases, more()...)
+	}
 	return cases
 }
+
+// moreGradCases are the checks of op families kept in files of their own.
+var moreGradCases []func() []gradCase
 
 func TestGradients(t *testing.T) {
 	for ci, c := range gradCases() {

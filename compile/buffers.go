@@ -23,6 +23,11 @@ type assigner struct {
 	assignOf map[int]*graph.Node // value node id -> the Assign that stores it
 	fused    *fusion
 	emit     []emitted // instructions, in order
+	// parts maps a multi-output node's id to its live part nodes' ids,
+	// by part index - 1 (-1: that part is not live); definer maps a part
+	// node's id to the node whose instruction writes it.
+	parts   map[int][]int
+	definer map[int]int
 }
 
 type emitted struct {
@@ -44,6 +49,7 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 	for _, asg := range g.Assigns() {
 		a.assignOf[asg.Inputs()[1].ID()] = asg
 	}
+	a.findParts()
 	a.fused = &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{}}
 	if !opt.DisableFusion {
 		a.fused = fuse(g, live, konst, a.output, a.assignOf, opt.Target)
@@ -54,6 +60,9 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 		}
 		if _, ok := konst[c.ID()]; ok {
 			continue
+		}
+		if c.Op() == graph.OpPart {
+			continue // written by its input's instruction, not a reader of it
 		}
 		for i, in := range a.inputsOf(c) {
 			if c.Phase() == graph.Backward {
@@ -98,6 +107,16 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 			a.newBuf(n, KindVariable, RoleCategory(n.Attr().Role))
 		case graph.OpReshape:
 			a.join(a.nodeBuf[n.Inputs()[0].ID()], n)
+		case graph.OpPart:
+			// a buffer of its own, written by its input's instruction (one
+			// buffer for two part nodes of one output: a recomputation)
+			if ps := a.parts[n.Inputs()[0].ID()]; ps != nil {
+				if b, ok := a.nodeBuf[ps[n.Attr().Part-1]]; ok {
+					a.join(b, n)
+					continue
+				}
+			}
+			a.newBuf(n, KindArena, mem.Workspace)
 		case graph.OpAllReduceWait:
 			// a view of the start's buffer that runs an instruction: the
 			// wait for the all-reduce in flight
@@ -301,6 +320,9 @@ func (a *assigner) plan() *Plan {
 			b.Start, b.End = t, t
 		}
 		for _, id := range b.Nodes {
+			if p, ok := a.definer[id]; ok {
+				id = p // a part is written when its definer runs
+			}
 			if t, ok := at[id]; ok {
 				// every instruction that defines a node of the buffer runs
 				// in its lifetime (the wait of an all-reduce writes it)
@@ -333,7 +355,47 @@ func (a *assigner) instr(n *graph.Node, ins []int) Instr {
 		it.Node, it.Owner, it.Site, it.ReluMask = n.ID(), n.Owner(), n.Site(), true
 		return it
 	}
-	return lowerNode(n, out, ins)
+	it := lowerNode(n, out, ins)
+	if ps := a.parts[n.ID()]; ps != nil {
+		// the buffers of its parts (while sizing workspace, before they
+		// have buffers: 0 for a live part), -1 for a part nobody reads
+		it.Parts = make([]int, len(ps))
+		for i, id := range ps {
+			switch {
+			case id < 0:
+				it.Parts[i] = -1
+			case ins != nil:
+				it.Parts[i] = a.nodeBuf[id]
+			}
+		}
+	}
+	return it
+}
+
+// findParts records the live part nodes of every multi-output node.
+func (a *assigner) findParts() {
+	a.parts, a.definer = map[int][]int{}, map[int]int{}
+	for _, n := range a.g.Nodes() {
+		if !a.live[n.ID()] {
+			continue
+		}
+		if k := n.Op().NumParts(); k > 0 {
+			if _, ok := a.konst[n.ID()]; !ok {
+				ps := make([]int, k)
+				for i := range ps {
+					ps[i] = -1
+				}
+				a.parts[n.ID()] = ps
+			}
+		}
+		if n.Op() == graph.OpPart {
+			p := n.Inputs()[0].ID()
+			a.definer[n.ID()] = p
+			if ps := a.parts[p]; ps != nil && ps[n.Attr().Part-1] < 0 {
+				ps[n.Attr().Part-1] = n.ID()
+			}
+		}
+	}
 }
 
 // lower emits the instructions over the final buffer table.

@@ -68,6 +68,24 @@ type Instr struct {
 	// vision ops' fields
 
 	// sequence ops' fields
+
+	// Parts: a multi-output op's further outputs (graph.Op.NumParts): the
+	// buffer of part i+1, or -1 where nothing reads it (the kernel then
+	// keeps it in its workspace).
+	Parts []int
+	Attn  AttnGeom // attention and its gradient
+	// MaskIn and StepIn: attention's mask and step inputs (indices in In),
+	// or -1.
+	MaskIn, StepIn int
+}
+
+// AttnGeom is the geometry of an attention over q [B, Tq, H, D] and k, v
+// [B, Tk, H, D]; dropout's rate and seed are the instruction's Rate and
+// Seed.
+type AttnGeom struct {
+	B, Tq, Tk, H, D int
+	Scale           float64
+	Causal          graph.Causal
 }
 
 // Window is the geometry of a convolution or pooling window over an NHWC

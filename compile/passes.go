@@ -118,7 +118,9 @@ func collective(op graph.Op) bool {
 func fold(g *graph.Graph, live []bool, t Target) (map[int]constant, error) {
 	konst := constants(g, live)
 	for _, n := range g.Nodes() {
-		if !live[n.ID()] || n.Op().Class() == graph.ClassLeaf || n.Op() == graph.OpAssign || len(n.Inputs()) == 0 || collective(n.Op()) {
+		if !live[n.ID()] || n.Op().Class() == graph.ClassLeaf || n.Op() == graph.OpAssign || len(n.Inputs()) == 0 || collective(n.Op()) ||
+			n.Op() == graph.OpPart || n.Op().NumParts() > 0 { // one instruction computes several values: left to the step
+
 			continue
 		}
 		inBytes := int64(0)

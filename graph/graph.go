@@ -89,6 +89,11 @@ type Attr struct {
 	// operands to bfloat16 and sum the products in float32 (see
 	// Graph.SetMatMulBF16).
 	BF16 bool
+
+	// sequence ops' fields
+	Scale  float64 // Attention: the scores' scale (usually 1/√D)
+	Causal Causal  // Attention: which keys a query sees besides the mask
+	Part   int     // Part: which further output of its input (1, 2, ...)
 }
 
 // ID returns the node's position in the graph (inputs have smaller ids).

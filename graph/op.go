@@ -108,6 +108,11 @@ const (
 	// vision: the layers of convolutional networks (see vision.go)
 
 	// sequence: attention and recurrence (see sequence.go)
+	OpAttention     // scaled dot-product attention; part 1: each row's log-sum-exp
+	OpAttentionGrad // internal: dq; parts 1 and 2: dk and dv
+	OpPart          // a further output of a multi-output op, written by that op's instruction
+	OpUnsliceAdd    // internal: a gradient with another slice's gradient added in place
+	OpCacheWrite    // a value written into a cache at a position read at run time
 
 	NumOps
 )
@@ -196,6 +201,13 @@ var opInfo = [NumOps]struct {
 	// vision
 
 	// sequence
+	OpAttention:     {"attention", ClassOther},
+	OpAttentionGrad: {"attention_grad", ClassOther},
+	OpPart:          {"part", ClassOther},
+	// unslice_add and cache_write read their first input's element i before
+	// writing output element i: they may run in place over it
+	OpUnsliceAdd: {"unslice_add", ClassElementwise},
+	OpCacheWrite: {"cache_write", ClassElementwise},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

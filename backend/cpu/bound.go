@@ -37,7 +37,8 @@ type Bound struct {
 
 	*compile.Instr
 	out   []byte
-	in    [3][]byte
+	in    [8][]byte
+	more  [][]byte // a multi-output op's further outputs (nil where not live)
 	work  []byte
 	parts any // concat: [][]T for the element size
 
@@ -111,6 +112,14 @@ func bind(in *compile.Instr, bufs [][]byte) Bound {
 	if len(in.In) <= len(b.in) {
 		for i, id := range in.In {
 			b.in[i] = bufs[id]
+		}
+	}
+	if len(in.Parts) > 0 {
+		b.more = make([][]byte, len(in.Parts))
+		for i, id := range in.Parts {
+			if id >= 0 && id < len(bufs) {
+				b.more[i] = bufs[id]
+			}
 		}
 	}
 	if in.Op == graph.OpFused {

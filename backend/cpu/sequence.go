@@ -1,0 +1,145 @@
+package cpu
+
+import (
+	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// The sequence ops (graph/sequence.go) on the host: attention forward and
+// backward with the tiled kernels of package kernels (their blocks and
+// per-thread buffers in the instruction's workspace, so the plan counts
+// them), the in-place sum of slice gradients and the cache write.
+func init() {
+	moreKernels[graph.OpAttention] = func(b *Bound) error { return floatKernel(b, attention[float32], attention[float64]) }
+	moreKernels[graph.OpAttentionGrad] = func(b *Bound) error {
+		return floatKernel(b, attentionGrad[float32], attentionGrad[float64])
+	}
+	moreKernels[graph.OpUnsliceAdd] = func(b *Bound) error { return floatKernel(b, unsliceAdd[float32], unsliceAdd[float64]) }
+	moreKernels[graph.OpCacheWrite] = cacheWrite
+	moreWorkspace[graph.OpAttention] = func(t *Target, it *compile.Instr) int64 {
+		p := attnParams(it)
+		n := int64(0)
+		if missing(it, 0) { // lse, which only the backward pass reads
+			n += int64(p.B * p.H * p.Tq)
+		}
+		if it.DType == tensor.Float32 {
+			n += int64(kernels.AttentionForwardWorkspace(p, t.threads))
+		}
+		return n * int64(it.DType.Size())
+	}
+	moreWorkspace[graph.OpAttentionGrad] = func(t *Target, it *compile.Instr) int64 {
+		p := attnParams(it)
+		n := int64(0)
+		for i := range 2 { // dk, dv where nothing reads them
+			if missing(it, i) {
+				n += int64(p.B * p.Tk * p.H * p.D)
+			}
+		}
+		if it.DType == tensor.Float32 {
+			n += int64(kernels.AttentionBackwardWorkspace(p, t.threads))
+		}
+		return n * int64(it.DType.Size())
+	}
+}
+
+// floatKernel runs f32 or f64 by the instruction's dtype.
+func floatKernel(b *Bound, f32, f64 func(b *Bound) error) error {
+	switch b.DType {
+	case tensor.Float32:
+		return f32(b)
+	case tensor.Float64:
+		return f64(b)
+	}
+	return b.fail("no kernel for %s on %s", b.Op, b.DType)
+}
+
+// missing reports whether part i+1 of it has no buffer (nothing reads it).
+func missing(it *compile.Instr, i int) bool { return i >= len(it.Parts) || it.Parts[i] < 0 }
+
+// attnParams converts the instruction's geometry (without the mask and the
+// step, which are bound at run time).
+func attnParams(it *compile.Instr) kernels.AttentionParams {
+	a := it.Attn
+	return kernels.AttentionParams{B: a.B, Tq: a.Tq, Tk: a.Tk, H: a.H, D: a.D, Scale: a.Scale,
+		Causal: a.Causal != graph.NotCausal, CausalTopLeft: a.Causal == graph.CausalTopLeft,
+		DropoutRate: it.Rate, DropoutSeed: it.Seed}
+}
+
+// boundParams is attnParams with the mask and the step of this run.
+func (b *Bound) boundParams() kernels.AttentionParams {
+	p := attnParams(b.Instr)
+	if b.MaskIn >= 0 {
+		p.Mask = b.in[b.MaskIn]
+	}
+	if b.StepIn >= 0 {
+		p.DropoutStep = tensor.As[int64](b.in[b.StepIn])[0]
+	}
+	return p
+}
+
+// part returns part i+1's buffer, or, when nothing reads it, the next n
+// elements of the workspace (taken from *work).
+func part[T kernels.Float](b *Bound, i, n int, work *[]T) []T {
+	if i < len(b.more) && b.more[i] != nil {
+		return tensor.As[T](b.more[i])
+	}
+	p := (*work)[:n:n]
+	*work = (*work)[n:]
+	return p
+}
+
+func attention[T kernels.Float](b *Bound) error {
+	p := b.boundParams()
+	work := tensor.As[T](b.work)
+	lse := part(b, 0, p.B*p.H*p.Tq, &work)
+	kernels.AttentionForward(tensor.As[T](b.out), lse, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.in[2]), p, work)
+	return nil
+}
+
+// attentionGrad reads q, k, v, o, lse, do and writes dq (its output), dk
+// and dv (its parts).
+func attentionGrad[T kernels.Float](b *Bound) error {
+	p := b.boundParams()
+	work := tensor.As[T](b.work)
+	nk := p.B * p.Tk * p.H * p.D
+	dk := part(b, 0, nk, &work)
+	dv := part(b, 1, nk, &work)
+	in := func(i int) []T { return tensor.As[T](b.in[i]) }
+	kernels.AttentionBackward(tensor.As[T](b.out), dk, dv, in(5), in(3), in(4), in(0), in(1), in(2), p, work)
+	return nil
+}
+
+// unsliceAdd writes acc with x added at Starts; in place when the output
+// is acc's buffer.
+func unsliceAdd[T kernels.Float](b *Bound) error {
+	out, acc := tensor.As[T](b.out), tensor.As[T](b.in[0])
+	if &out[0] != &acc[0] {
+		copy(out, acc)
+	}
+	kernels.AddRegion(out, tensor.As[T](b.in[1]), b.Shape, b.Starts, b.Ends)
+	return nil
+}
+
+// cacheWrite writes x [B, n, ...] over rows [pos, pos+n) of the cache
+// [B, L, ...]; in place when the output is the cache's buffer.
+func cacheWrite(b *Bound) error {
+	out, cache, x := b.out, b.in[0], b.in[1]
+	pos := int(tensor.As[int32](b.in[2])[0])
+	L, n := b.Shape[1], b.XShape[1]
+	if pos < 0 || pos+n > L {
+		return b.fail("position %d: %d rows do not fit a cache of %d", pos, n, L)
+	}
+	if len(out) > 0 && len(x) > 0 && &out[0] == &x[0] {
+		return nil // n == L: the output is x itself
+	}
+	if len(out) > 0 && &out[0] != &cache[0] {
+		copy(out, cache)
+	}
+	row := len(out) / max(1, b.Shape[0]*L) // bytes of one position
+	for i := 0; i < b.Shape[0]; i++ {
+		copy(out[(i*L+pos)*row:(i*L+pos+n)*row], x[i*n*row:(i+1)*n*row])
+	}
+	return nil
+}

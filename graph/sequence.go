@@ -1,0 +1,211 @@
+package graph
+
+import (
+	"math"
+	"slices"
+
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// Sequence ops: attention (the memory-efficient kernels of package
+// kernels: forward keeps each row's log-sum-exp, backward recomputes the
+// probabilities block by block), further outputs of multi-output ops
+// (Part), the in-place accumulation of slice gradients that unrolled
+// recurrence needs (UnsliceAdd), and the key/value cache of a decoding
+// step (CacheWrite).
+//
+// A multi-output op is one node (its first output) and one Part node per
+// further output, built by its builder right after it. One instruction
+// computes them all: the planner gives each part a buffer of its own that
+// the op's instruction writes (compile.Instr.Parts), and a part nobody
+// reads is not computed into the arena (the kernel uses workspace).
+
+// Causal says which keys a query of an attention sees, besides its mask.
+type Causal uint8
+
+// The causal modes. With Tq queries over Tk keys:
+const (
+	NotCausal Causal = iota
+	// CausalBottomRight: query i sees keys j <= i + Tk - Tq, as
+	// FlashAttention 2.1 and PyTorch's causal_lower_right align it; the
+	// last query sees every key, as a block of queries appended to a cache
+	// of Tk - Tq keys does.
+	CausalBottomRight
+	// CausalTopLeft: query i sees keys j <= i, as Keras' use_causal_mask
+	// and PyTorch's is_causal. The two agree when Tq == Tk.
+	CausalTopLeft
+)
+
+// AttentionOptions are the options of Attention.
+type AttentionOptions struct {
+	// Scale multiplies the scores q·k (0: 1/√D).
+	Scale  float64
+	Causal Causal
+	// Mask, when set, is Bool or Uint8 [B, Tq, Tk]: query i of example b
+	// sees key j only where Mask[b, i, j] is nonzero (Keras'
+	// attention_mask). A query that sees no key gets a zero output.
+	Mask *Node
+	// DropoutRate in [0, 1) drops each probability with that probability
+	// and scales the rest by 1/(1-rate), with a mask that is a function of
+	// DropoutSeed and Step (an int64 scalar, required when the rate is
+	// positive), so the backward pass regenerates it.
+	DropoutRate float64
+	DropoutSeed uint64
+	Step        *Node
+}
+
+// Attention returns softmax(Scale·q·kᵀ + mask)·v per example and head
+// (Vaswani et al. 2017, §3.2): q [B, Tq, H, D], k and v [B, Tk, H, D] ->
+// [B, Tq, H, D], without materializing the Tq×Tk probabilities. Its part 1
+// (AttentionLSE) is each row's log-sum-exp [B, H, Tq], what the backward
+// pass keeps instead of the probabilities (Rabe and Staats 2021; Dao et
+// al. 2022).
+func Attention(q, k, v *Node, opt AttentionOptions) *Node {
+	g := q.g
+	const op = OpAttention
+	if q.dtype != tensor.Float32 && q.dtype != tensor.Float64 {
+		g.throw(op, "needs float32 or float64, got %s", q.dtype)
+	}
+	if k.dtype != q.dtype || v.dtype != q.dtype {
+		g.throw(op, "dtype mismatch: q %s, k %s, v %s", q.dtype, k.dtype, v.dtype)
+	}
+	if q.shape.Rank() != 4 || k.shape.Rank() != 4 || !k.shape.Equal(v.shape) ||
+		q.shape[0] != k.shape[0] || q.shape[2] != k.shape[2] || q.shape[3] != k.shape[3] {
+		g.throw(op, "q %v, k %v and v %v must be [B, Tq, H, D], [B, Tk, H, D], [B, Tk, H, D]", q.shape, k.shape, v.shape)
+	}
+	B, Tq, Tk, D := q.shape[0], q.shape[1], k.shape[1], q.shape[3]
+	at := Attr{Scale: opt.Scale, Causal: opt.Causal, Rate: opt.DropoutRate, Seed: opt.DropoutSeed}
+	if at.Scale == 0 {
+		at.Scale = 1 / math.Sqrt(float64(max(D, 1)))
+	}
+	if opt.Causal > CausalTopLeft {
+		g.throw(op, "unknown causal mode %d", opt.Causal)
+	}
+	ins := []*Node{q, k, v}
+	if m := opt.Mask; m != nil {
+		if (m.dtype != tensor.Bool && m.dtype != tensor.Uint8) || !m.shape.Equal(tensor.Shape{B, Tq, Tk}) {
+			g.throw(op, "mask must be bool or uint8 [%d, %d, %d], got %s%v", B, Tq, Tk, m.dtype, m.shape)
+		}
+		ins = append(ins, m)
+	}
+	if !(opt.DropoutRate >= 0 && opt.DropoutRate < 1) {
+		g.throw(op, "dropout rate %v must be in [0, 1)", opt.DropoutRate)
+	}
+	if opt.DropoutRate > 0 {
+		if s := opt.Step; s == nil || s.dtype != tensor.Int64 || s.shape.Rank() != 0 {
+			g.throw(op, "dropout needs the step, an int64 scalar")
+		}
+		ins = append(ins, opt.Step)
+	}
+	o := g.add(op, q.dtype, q.shape, at, ins...)
+	PartOf(o, 1)
+	return o
+}
+
+// AttentionLSE returns part 1 of an Attention node: the log-sum-exp of each
+// row's visible scores, [B, H, Tq] (-Inf for a row that sees no key).
+func AttentionLSE(o *Node) *Node { return PartOf(o, 1) }
+
+// AttentionGrad returns the gradients dq, dk and dv of a loss through fwd,
+// an Attention node, given do, the gradient with respect to its output,
+// and q, k, v, o, lse and the extra inputs (mask, step) as the backward
+// pass reads them (kept or recomputed). dq is the node; dk and dv are its
+// parts 1 and 2.
+func AttentionGrad(fwd, q, k, v, o, lse, do *Node, extra ...*Node) (dq, dk, dv *Node) {
+	g := fwd.g
+	if fwd.op != OpAttention {
+		g.throw(OpAttentionGrad, "needs an attention node, got %s", fwd)
+	}
+	sameShape(OpAttentionGrad, o, do)
+	sameShape(OpAttentionGrad, q, o)
+	if len(extra) != len(fwd.inputs)-3 {
+		g.throw(OpAttentionGrad, "%d extra inputs for an attention with %d", len(extra), len(fwd.inputs)-3)
+	}
+	at := fwd.attr
+	at.Name = ""
+	ins := append([]*Node{q, k, v, o, lse, do}, extra...)
+	dq = g.add(OpAttentionGrad, q.dtype, q.shape, at, ins...)
+	return dq, PartOf(dq, 1), PartOf(dq, 2)
+}
+
+// NumParts returns how many further outputs (parts) an op has.
+func (o Op) NumParts() int {
+	switch o {
+	case OpAttention:
+		return 1
+	case OpAttentionGrad:
+		return 2
+	}
+	return 0
+}
+
+// partType returns the dtype and shape of part i of n.
+func partType(n *Node, i int) (tensor.DType, tensor.Shape) {
+	switch n.op {
+	case OpAttention: // lse [B, H, Tq]
+		return n.dtype, tensor.Shape{n.shape[0], n.shape[2], n.shape[1]}
+	case OpAttentionGrad: // dk, dv: k's and v's shapes
+		return n.dtype, n.inputs[i].shape
+	}
+	return n.dtype, n.shape
+}
+
+// PartOf returns part i (1 <= i <= NumParts) of n, a node of a
+// multi-output op: the part node built already, or a new one. Two part
+// nodes of one output are the same value; compile gives them one buffer.
+func PartOf(n *Node, i int) *Node {
+	g := n.g
+	if i < 1 || i > n.op.NumParts() {
+		g.throw(OpPart, "%s has no part %d", n, i)
+	}
+	for _, c := range g.nodes[n.id+1:] {
+		if c.op == OpPart && c.inputs[0] == n && c.attr.Part == i {
+			return c
+		}
+	}
+	dt, s := partType(n, i)
+	return g.add(OpPart, dt, s, Attr{Part: i}, n)
+}
+
+// UnsliceAdd returns acc with x added into the region of acc that starts
+// at starts: acc + Unslice(x, acc's shape, starts). It runs in place over
+// acc where acc dies, so that autodiff sums the gradients of many slices
+// of one value (the steps of an unrolled recurrence) in time proportional
+// to the slices, not to their number times the value.
+func UnsliceAdd(acc, x *Node, starts []int) *Node {
+	g := acc.g
+	if acc.dtype != x.dtype || x.shape.Rank() != acc.shape.Rank() || len(starts) != acc.shape.Rank() {
+		g.throw(OpUnsliceAdd, "%s%v at %v does not fit %s%v", x.dtype, x.shape, starts, acc.dtype, acc.shape)
+	}
+	for i := range starts {
+		if starts[i] < 0 || starts[i]+x.shape[i] > acc.shape[i] {
+			g.throw(OpUnsliceAdd, "%v at %v does not fit %v", x.shape, starts, acc.shape)
+		}
+	}
+	if x.shape.Equal(acc.shape) {
+		return Add(acc, x)
+	}
+	return g.add(OpUnsliceAdd, acc.dtype, acc.shape, Attr{Starts: slices.Clone(starts)}, acc, x)
+}
+
+// CacheWrite returns cache [B, L, ...] with x [B, n, ...] written over
+// positions [pos, pos+n) of its axis 1, pos an int32 scalar read at run
+// time (a position outside [0, L-n] is a run-time error naming the op).
+// Assign(cache, CacheWrite(cache, x, pos)) writes the n rows straight into
+// the variable: the key and value cache of a decoding step, where each new
+// token costs O(L), not O(L²). It has no gradient.
+func CacheWrite(cache, x, pos *Node) *Node {
+	g := cache.g
+	if pos.dtype != tensor.Int32 || pos.shape.Rank() != 0 {
+		g.throw(OpCacheWrite, "position must be an int32 scalar, got %s%v", pos.dtype, pos.shape)
+	}
+	r := cache.shape.Rank()
+	ok := cache.dtype == x.dtype && r >= 2 && x.shape.Rank() == r && x.shape[0] == cache.shape[0] && x.shape[1] <= cache.shape[1]
+	for i := 2; ok && i < r; i++ {
+		ok = x.shape[i] == cache.shape[i]
+	}
+	if !ok {
+		g.throw(OpCacheWrite, "%s%v does not fit cache %s%v along axis 1", x.dtype, x.shape, cache.dtype, cache.shape)
+	}
+	return g.add(OpCacheWrite, cache.dtype, cache.shape, Attr{}, cache, x, pos)
+}
