@@ -27,6 +27,7 @@ type Dense struct {
 	Activation string
 	NoBias     bool
 	KernelInit Initializer // nil: GlorotUniform
+	BiasInit   Initializer // nil: zeros
 }
 
 func (d *Dense) Name() string { return d.LayerName }
@@ -37,7 +38,7 @@ func (d *Dense) Forward(c *Context, x *graph.Node) *graph.Node {
 	k := c.Weight(d.LayerName+"/kernel", tensor.Shape{in, d.Units}, orDefault(d.KernelInit, GlorotUniform{}), true)
 	y := graph.MatMul(x, k)
 	if !d.NoBias {
-		y = graph.Add(y, c.Weight(d.LayerName+"/bias", tensor.Shape{d.Units}, Constant{0}, true))
+		y = graph.Add(y, c.Weight(d.LayerName+"/bias", tensor.Shape{d.Units}, orDefault(d.BiasInit, Constant{0}), true))
 	}
 	return mustApply(d.Activation, y)
 }
@@ -160,13 +161,14 @@ func hashName(s string) uint64 {
 type Embedding struct {
 	LayerName           string
 	InputDim, OutputDim int
+	Init                Initializer // nil: uniform(-0.05, 0.05), Keras' default
 }
 
 func (e *Embedding) Name() string { return e.LayerName }
 
 func (e *Embedding) Forward(c *Context, x *graph.Node) *graph.Node {
 	defer scoped(c, e.LayerName)()
-	t := c.Weight(e.LayerName+"/embeddings", tensor.Shape{e.InputDim, e.OutputDim}, Uniform{-0.05, 0.05}, true)
+	t := c.Weight(e.LayerName+"/embeddings", tensor.Shape{e.InputDim, e.OutputDim}, orDefault(e.Init, Uniform{-0.05, 0.05}), true)
 	if x.DType() != tensor.Int32 {
 		x = graph.Cast(x, tensor.Int32)
 	}
