@@ -22,4 +22,5 @@ var _ = registerRules(func() {
 		dq, dk, dv := graph.AttentionGrad(n, c.in(n, 0), c.in(n, 1), c.in(n, 2), o, lse, gy, extra...)
 		return []*graph.Node{dq, dk, dv}
 	}
+	rules[graph.OpGelu] = func(c *vjp, n, gy *graph.Node) []*graph.Node { return one(graph.GeluGrad(c.in(n, 0), gy)) }
 })

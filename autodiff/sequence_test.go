@@ -45,6 +45,7 @@ func sequenceGradCases() []gradCase {
 		{name: "attention/shared_qkv", shapes: []tensor.Shape{{1, 4, 2, 3}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			return graph.Attention(x[0], x[0], x[0], graph.AttentionOptions{Causal: graph.CausalTopLeft})
 		}},
+		unary("gelu", graph.Gelu, nil),
 		{name: "slices/unslice_add", shapes: []tensor.Shape{{4, 6}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			// overlapping slices of one value: their gradients are summed in place
 			a := graph.Slice(x[0], []int{0, 0}, []int{3, 4})

@@ -113,6 +113,8 @@ const (
 	OpPart          // a further output of a multi-output op, written by that op's instruction
 	OpUnsliceAdd    // internal: a gradient with another slice's gradient added in place
 	OpCacheWrite    // a value written into a cache at a position read at run time
+	OpGelu          // x·Φ(x), the exact GELU, as one op (its composition keeps three times the memory)
+	OpGeluGrad      // internal
 
 	NumOps
 )
@@ -208,6 +210,8 @@ var opInfo = [NumOps]struct {
 	// writing output element i: they may run in place over it
 	OpUnsliceAdd: {"unslice_add", ClassElementwise},
 	OpCacheWrite: {"cache_write", ClassElementwise},
+	OpGelu:       {"gelu", ClassElementwise},
+	OpGeluGrad:   {"gelu_grad", ClassElementwise},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

@@ -209,3 +209,18 @@ func CacheWrite(cache, x, pos *Node) *Node {
 	}
 	return g.add(OpCacheWrite, cache.dtype, cache.shape, Attr{}, cache, x, pos)
 }
+
+// Gelu returns x·Φ(x) = x/2·(1 + erf(x/√2)) elementwise, Φ the standard
+// normal distribution (Hendrycks and Gimpel 2016: the exact GELU, as
+// Keras' gelu with approximate=False and PyTorch's default). As one op its
+// backward pass keeps x alone; built from Erf, its products keep three
+// values of x's size.
+func Gelu(x *Node) *Node {
+	if x.dtype != tensor.Float32 && x.dtype != tensor.Float64 {
+		x.g.throw(OpGelu, "needs float32 or float64, got %s%v", x.dtype, x.shape)
+	}
+	return x.g.add(OpGelu, x.dtype, x.shape, Attr{}, x)
+}
+
+// GeluGrad returns g·(Φ(x) + x·φ(x)): the gradient through Gelu at x.
+func GeluGrad(x, g *Node) *Node { return gradOp(OpGeluGrad, x, g) }

@@ -98,7 +98,7 @@ func (m *GPT) build(c *Context, x, pos *graph.Node, caches []*KVCache) *graph.No
 		y = c.Call(a, y)
 		h = c.Boundary(name+"/add", graph.Add(h, y), true)
 		y = c.Call(&LayerNormalization{LayerName: name + "/ln2", Epsilon: 1e-5}, h)
-		y = c.Call(&Dense{LayerName: name + "/mlp_in", Units: m.Hidden, Activation: "gelu", KernelInit: gptInit}, y)
+		y = c.Call(geluDense{&Dense{LayerName: name + "/mlp_in", Units: m.Hidden, KernelInit: gptInit}}, y)
 		y = c.Call(&Dense{LayerName: name + "/mlp_out", Units: m.Dim, KernelInit: gptInit}, y)
 		h = c.Boundary(name+"/add_1", graph.Add(h, y), true)
 	}
@@ -198,4 +198,16 @@ func (m *LSTMLM) Decoder() Model {
 			graph.Assign(cv, outs[2])
 			return []*graph.Node{graph.Reshape(head.Forward(c, outs[0]), 1, m.Vocab)}
 		}}
+}
+
+// geluDense is a Dense layer followed by the exact GELU as one op
+// (graph.Gelu): what Dense with Activation "gelu" computes, keeping one
+// value of the layer's size for the backward pass instead of three.
+type geluDense struct{ *Dense }
+
+func (l geluDense) Forward(c *Context, x *graph.Node) *graph.Node {
+	y := l.Dense.Forward(c, x)
+	c.G.PushScope(l.LayerName)
+	defer c.G.PopScope()
+	return graph.Gelu(y)
 }

@@ -59,6 +59,15 @@ func FitToBudget(cfg Config, ds *data.Examples, budget int64, allowPrecision boo
 		evalN = cfg.Validation.N
 		dataBytes += mem.Align(cfg.Validation.Bytes())
 	}
+	return fitToBudget(cfg, ds.N, evalN, dataBytes, budget, allowPrecision, func(c Config) (float64, error) {
+		return timeUpdates(c, ds, timedSteps)
+	})
+}
+
+// fitToBudget is FitToBudget for trainN training and evalN evaluation
+// examples and dataBytes of data held in memory, timing a candidate with
+// timeIt (seconds per update).
+func fitToBudget(cfg Config, trainN, evalN int, dataBytes, budget int64, allowPrecision bool, timeIt func(Config) (float64, error)) (Config, []Candidate, error) {
 	precisions := []string{cfg.Precision}
 	if allowPrecision && cfg.Precision != "mixed_bfloat16" {
 		precisions = append(precisions, "mixed_bfloat16")
@@ -72,7 +81,7 @@ func FitToBudget(cfg Config, ds *data.Examples, budget int64, allowPrecision boo
 			for _, prec := range precisions {
 				c := cfg
 				c.Accumulate, c.Remat, c.Precision = k, remat, prec
-				progs, err := c.compileAll(ds.N, evalN)
+				progs, err := c.compileAll(trainN, evalN)
 				if err != nil {
 					return cfg, nil, err
 				}
@@ -111,7 +120,7 @@ func FitToBudget(cfg Config, ds *data.Examples, budget int64, allowPrecision boo
 		c := cfg
 		c.Accumulate, c.Remat, c.Precision, c.Budget = cands[i].Accumulate, cands[i].Remat, cands[i].Precision, budget
 		c.Callbacks, c.CheckpointDir, c.Resume = nil, "", false
-		secs, err := timeUpdates(c, ds, timedSteps)
+		secs, err := timeIt(c)
 		if err != nil {
 			return cfg, cands, fmt.Errorf("train: timing %v: %w", cands[i], err)
 		}

@@ -57,6 +57,8 @@ type History struct {
 	AllReduceWaitSeconds float64
 	// MeasuredPeak is the ledger's peak; it equals Trainer.Planned.
 	MeasuredPeak int64
+	// ValLoss is the last validation loss of FitText (nats per byte).
+	ValLoss float64
 	// LedgerGrowth is live bytes at the end of the last epoch minus at the
 	// end of the first one this run trained; Growth names who grew.
 	LedgerGrowth int64
@@ -383,6 +385,12 @@ func (r *fitRun) epochEnd(e *epochRun, complete bool) error {
 			return err
 		}
 		log.ValLoss, log.ValAccuracy = vl, va
+	} else if t.validate != nil {
+		vl, err := t.validate()
+		if err != nil {
+			return err
+		}
+		log.ValLoss = vl
 	}
 	log.Seconds = time.Since(e.start).Seconds()
 	snap := t.engine.Ledger().Snapshot()

@@ -120,7 +120,7 @@ func (t *Trainer) dataBytes() int64 {
 	}
 	var n int64
 	for _, d := range t.data {
-		n += mem.Align(d.Bytes())
+		n += mem.Align(d.bytes)
 	}
 	return n
 }

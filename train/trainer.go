@@ -18,7 +18,7 @@ type Trainer struct {
 	engine *runtime.Engine
 	arena  *runtime.Arena
 	progs  map[string]*program
-	data   []*data.Examples // charged to the ledger
+	data   []held // data sets charged to the ledger
 	// Planned is the bytes the trainer reserves, known before step 1, and
 	// PlannedTotals their split by category (the data sets count as input).
 	Planned       int64
@@ -39,6 +39,9 @@ type Trainer struct {
 	skipped   int64
 	step      int64    // optimizer steps done (Fit keeps it)
 	pos       position // where in the data the run stands (Fit keeps it)
+
+	text     *Text                   // NewText's text
+	validate func() (float64, error) // the validation loss without cfg.Validation (text)
 }
 
 // New compiles the model for the training data and cfg.Validation and
@@ -85,18 +88,39 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 		}
 		evalN = evalData.N
 	}
-	progs, err := t.cfg.compileAll(trainN, evalN)
-	if err != nil {
+	var hold []held
+	for _, d := range []*data.Examples{trainData, evalData} {
+		if d != nil {
+			hold = append(hold, held{name: d.Name, bytes: d.Bytes()})
+		}
+	}
+	if err := t.open(trainN, evalN, hold); err != nil {
 		return nil, err
 	}
-	cfg = t.cfg
+	return t, nil
+}
+
+// held is a data set held in host memory for the run, charged to the
+// host ledger as input.
+type held struct {
+	name  string
+	bytes int64
+}
+
+// open compiles the programs for trainN training and evalN evaluation
+// examples, plans them with the data sets hold, and reserves everything
+// on a new engine: the second half of New (and NewText). On failure
+// everything it took is released.
+func (t *Trainer) open(trainN, evalN int, hold []held) (err error) {
+	progs, err := t.cfg.compileAll(trainN, evalN)
+	if err != nil {
+		return err
+	}
+	cfg := t.cfg
 	totals, share := planned(progs)
 	var dataBytes int64
-	if trainData != nil {
-		dataBytes = mem.Align(trainData.Bytes())
-	}
-	if evalData != nil {
-		dataBytes += mem.Align(evalData.Bytes())
+	for _, d := range hold {
+		dataBytes += mem.Align(d.bytes)
 	}
 	if !cfg.Backend.HostAddressable() {
 		dataBytes = 0 // host memory, beside the device's plan
@@ -104,24 +128,21 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 	totals[mem.Input] += dataBytes
 	t.progs, t.Planned, t.PlannedTotals, t.Plan = progs, sum(totals), totals, progs["train"].p.Plan
 	if cfg.Budget > 0 && t.Planned > cfg.Budget {
-		return nil, t.budgetError(trainN, evalN, dataBytes)
+		return t.budgetError(trainN, evalN, dataBytes)
 	}
 	t.engine = runtime.NewEngine(cfg.Backend, cfg.Budget)
 	if cfg.Comm != nil {
 		t.engine.SetCollective(cfg.Comm)
 	}
-	ok = false
+	ok := false
 	defer func() {
 		if !ok {
 			t.Close()
 		}
 	}()
-	for _, d := range []*data.Examples{trainData, evalData} {
-		if d == nil {
-			continue
-		}
-		if err := t.engine.HostLedger().Charge(mem.Input, "data:"+d.Name, mem.Align(d.Bytes())); err != nil {
-			return nil, err
+	for _, d := range hold {
+		if err := t.engine.HostLedger().Charge(mem.Input, "data:"+d.name, mem.Align(d.bytes)); err != nil {
+			return err
 		}
 		t.data = append(t.data, d)
 	}
@@ -136,16 +157,16 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 				oom.Remedies = append(oom.Remedies, t.fitRemedy(trainN, evalN, dataBytes, oom.Budget, "on "+oom.Ledger+"'s"))
 			}
 		}
-		return nil, err
+		return err
 	}
 	if err := t.initWeights(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := t.broadcastWeights(); err != nil {
-		return nil, err
+		return err
 	}
 	ok = true
-	return t, nil
+	return nil
 }
 
 // checkData refuses, before step 1, data whose labels do not fit what the
@@ -205,7 +226,7 @@ func (t *Trainer) Close() {
 	}
 	t.release()
 	for _, d := range t.data {
-		t.engine.HostLedger().Release(mem.Input, "data:"+d.Name, mem.Align(d.Bytes()))
+		t.engine.HostLedger().Release(mem.Input, "data:"+d.name, mem.Align(d.bytes))
 	}
 	t.data = nil
 	t.engine.Close()

@@ -54,6 +54,7 @@ type Bound struct {
 	took, waited time.Duration
 
 	castParts int // a cast split over the kernels' threads: into this many
+	splits    int // gelu and its gradient, split over the kernels' threads: into this many
 
 	geom kernels.ConvGeom // convolution and pooling: the instruction's Geom
 }

@@ -18,6 +18,8 @@ func init() {
 	}
 	moreKernels[graph.OpUnsliceAdd] = func(b *Bound) error { return floatKernel(b, unsliceAdd[float32], unsliceAdd[float64]) }
 	moreKernels[graph.OpCacheWrite] = cacheWrite
+	moreKernels[graph.OpGelu] = func(b *Bound) error { return floatKernel(b, gelu[float32], gelu[float64]) }
+	moreKernels[graph.OpGeluGrad] = func(b *Bound) error { return floatKernel(b, gelu[float32], gelu[float64]) }
 	moreWorkspace[graph.OpAttention] = func(t *Target, it *compile.Instr) int64 {
 		p := attnParams(it)
 		n := int64(0)
@@ -142,4 +144,35 @@ func cacheWrite(b *Bound) error {
 		copy(out[(i*L+pos)*row:(i*L+pos+n)*row], x[i*n*row:(i+1)*n*row])
 	}
 	return nil
+}
+
+// geluParts is the element count from which gelu and its gradient are
+// split over the kernels' threads.
+const geluParts = 1 << 15
+
+// gelu runs a gelu or its gradient, split over the kernels' threads when
+// large.
+func gelu[T kernels.Float](b *Bound) error { split(b, geluPart[T]); return nil }
+
+// geluPart runs part p of b.splits of a gelu or its gradient.
+func geluPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	n := len(b.out) / b.DType.Size()
+	lo, hi := p*n/b.splits, (p+1)*n/b.splits
+	out, x := tensor.As[T](b.out)[lo:hi], tensor.As[T](b.in[0])[lo:hi]
+	if b.Op == graph.OpGelu {
+		kernels.Gelu(out, x)
+		return
+	}
+	kernels.GeluGrad(out, x, tensor.As[T](b.in[1])[lo:hi])
+}
+
+// split runs part over the instruction's elements, in parts on the kernels'
+// threads when there are many. It allocates nothing.
+func split(b *Bound, part func(arg any, p int)) {
+	b.splits = 1
+	if len(b.out)/b.DType.Size() >= geluParts {
+		b.splits = kernels.Threads()
+	}
+	kernels.Parallel(b.splits, part, b)
 }

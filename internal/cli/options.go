@@ -30,11 +30,13 @@ type options struct {
 	accumulate                         int
 	remat                              bool
 	keras, profileDir                  string
+	seq                                int    // text: the window, in tokens (bytes)
+	text                               string // text: a file or folder of text to train on
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN)")
-	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic")
+	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN); on text: gpt, lstm (peers/seq.py's)")
+	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic, go-src (Go's own sources: text for gpt and lstm)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory of the Fashion-MNIST files (default "+datasets.FashionMNISTDir+")")
 	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 1 otherwise)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits, 128 otherwise)")
@@ -47,6 +49,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.accumulate, "accumulate", 1, "split each batch into this many micro-batches and accumulate their gradients")
 	fs.BoolVar(&o.remat, "remat", false, "recompute activations in the backward pass, keeping every √L-th layer output")
 	fs.StringVar(&o.keras, "keras", "", "a Keras Sequential model config (model.to_json(), or a TensorFlow.js model.json) to use instead of --model")
+	fs.IntVar(&o.seq, "seq", 128, "text data sets (go-src, --text): the window of a language model, in bytes")
+	fs.StringVar(&o.text, "text", "", "train a language model (gpt, lstm) on this file or folder of text (read recursively, sorted; 90% train, 10% validation)")
 	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
 }
 
@@ -70,9 +74,15 @@ func (o *options) finish() error {
 	}
 	if o.batch == 0 {
 		o.batch = 128
-		if o.dataset == "digits" {
+		if o.dataset == "digits" || o.isText() {
 			o.batch = 32
 		}
+	}
+	if o.isText() && o.model == "small" { // the default model is not a language model
+		o.model = "gpt"
+	}
+	if o.seq <= 0 {
+		return fmt.Errorf("--seq %d: want a positive window", o.seq)
 	}
 	if o.batch < 0 || o.epochs < 0 || o.threads <= 0 || o.accumulate <= 0 {
 		return fmt.Errorf("--batch, --epochs, --threads and --accumulate must be positive")

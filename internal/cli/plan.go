@@ -59,6 +59,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err := o.parse(fs, args); err != nil {
 		return err
 	}
+	if o.isText() { // a language model on text (text.go)
+		return runPlanText(&o, *asJSON, stdout)
+	}
 	bucketBytes, err := mem.ParseBytes(*bucketSize)
 	if err != nil || bucketBytes <= 0 {
 		return fmt.Errorf("--bucket-size %q: want a size such as 1MiB", *bucketSize)

@@ -56,6 +56,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--checkpoint-dir: %w", err)
 		}
 	}
+	if o.isText() { // a language model on text (text.go)
+		return runTrainText(&o, textFlags{ckpt: *ckpt, every: *every, resume: *resume, quiet: *quiet, strict: *strict, maxSteps: *maxSteps,
+			save: *savePath, csv: *csvPath, cpuProf: *cpuProfile, fitBudget: *fitBudget, allowLow: *allowPrecision}, stdout)
+	}
 	trainSet, testSet, err := o.load()
 	if err != nil {
 		return err
