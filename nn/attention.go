@@ -206,9 +206,9 @@ func attentionMask(m *graph.Node, B, Tq, Tk int) *graph.Node {
 func (l *MultiHeadAttention) naive(c *Context, q, k, v, mask *graph.Node, rate float64) (o, probs *graph.Node) {
 	B, Tq, Tk := q.Shape()[0], q.Shape()[1], k.Shape()[1]
 	qt := graph.Transpose(graph.MulScalar(q, 1/math.Sqrt(float64(q.Shape()[3]))), 0, 2, 1, 3) // [B, H, Tq, dk]
-	kt := graph.Transpose(k, 0, 2, 1, 3)                                                       // [B, H, Tk, dk]
-	vt := graph.Transpose(v, 0, 2, 1, 3)                                                       // [B, H, Tk, dv]
-	s := graph.MatMulT(qt, kt, false, true)                                                    // [B, H, Tq, Tk]
+	kt := graph.Transpose(k, 0, 2, 1, 3)                                                      // [B, H, Tk, dk]
+	vt := graph.Transpose(v, 0, 2, 1, 3)                                                      // [B, H, Tk, dv]
+	s := graph.MatMulT(qt, kt, false, true)                                                   // [B, H, Tq, Tk]
 	if l.UseCausalMask && l.Cache == nil {
 		causal := tensor.New(tensor.Bool, tensor.Shape{Tq, Tk})
 		for i := 0; i < Tq; i++ {

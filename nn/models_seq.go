@@ -159,7 +159,9 @@ type LSTMLM struct {
 }
 
 // NewLSTMLM returns the reference lstm for windows of T tokens.
-func NewLSTMLM(T, vocab int) *LSTMLM { return &LSTMLM{Vocab: vocab, Context: T, Embed: 128, Units: 256} }
+func NewLSTMLM(T, vocab int) *LSTMLM {
+	return &LSTMLM{Vocab: vocab, Context: T, Embed: 128, Units: 256}
+}
 
 // Inputs is "x", int32 [Context].
 func (m *LSTMLM) Inputs() []Input {
