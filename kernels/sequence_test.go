@@ -30,3 +30,41 @@ func TestErf32(t *testing.T) {
 		t.Errorf("exp32: largest relative error %.3g over [-87, 0], want <= 3e-7", worst)
 	}
 }
+
+// TestGelu compares Gelu and GeluGrad in float32 (AVX-512 where the CPU
+// has it, erf32 for the tail and elsewhere) with float64's math.Erf over
+// [-12, 12]: within 3e-7·(|x|+1) of the exact values (float32 rounding
+// of erf near ±1, times x).
+func TestGelu(t *testing.T) {
+	const n = 240001
+	x := make([]float32, n)
+	g := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i-n/2) / 10000
+		g[i] = 1 + float32(i%7)/7
+	}
+	x64 := make([]float64, n)
+	for i, v := range x {
+		x64[i] = float64(v)
+	}
+	y, dy := Gelu(make([]float32, n), x), GeluGrad(make([]float32, n), x, g)
+	want, wantD := Gelu(make([]float64, n), x64), GeluGrad(make([]float64, n), x64, toFloat64s(g))
+	worst, worstD := 0.0, 0.0
+	for i := range x {
+		s := math.Abs(x64[i]) + 1
+		worst = max(worst, math.Abs(float64(y[i])-want[i])/s)
+		worstD = max(worstD, math.Abs(float64(dy[i])-wantD[i])/s/float64(g[i]))
+	}
+	t.Logf("largest errors: gelu %.3g, gradient %.3g (scaled by |x|+1)", worst, worstD)
+	if worst > 3e-7 || worstD > 3e-7 {
+		t.Errorf("largest error: gelu %.3g, gradient %.3g; want <= 3e-7·(|x|+1)", worst, worstD)
+	}
+}
+
+func toFloat64s(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
+}
