@@ -109,7 +109,7 @@ func (m *GPT) build(c *Context, x, pos *graph.Node, caches []*KVCache) *graph.No
 
 // Decoder returns the model of one decoding step of batch 1 with a key and
 // value cache of Context positions in each block (see GPTDecoder).
-func (m *GPT) Decoder() *GPTDecoder { return &GPTDecoder{GPT: m} }
+func (m *GPT) Decoder() Model { return &GPTDecoder{GPT: m} }
 
 // GPTDecoder is one step of decoding with m's weights: it takes token "x"
 // int32 [1] at position "pos" (int32, [1]) and "mask" (bool [1, Context]:

@@ -14,6 +14,7 @@ const usage = `headroom trains neural networks with memory you can trust.
 Usage:
   headroom train [flags]   train a model (default: a small MLP on the embedded digits)
   headroom plan  [flags]   print the memory plan of a training step without training
+  headroom generate --load FILE [flags]   sample text from a language model saved by train --save
 
 Run 'headroom train -h' or 'headroom plan -h' for the flags.
 `
@@ -37,6 +38,8 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		err = runTrain(args[1:], stdout, stderr)
 	case "plan":
 		err = runPlan(args[1:], stdout, stderr)
+	case "generate":
+		err = runGenerate(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
