@@ -16,7 +16,10 @@
 //     of its input's buffer; every other node gets an arena buffer, unless
 //     in-place reuse applies: an elementwise op whose same-size input dies at
 //     that op writes over it. Assign(v, x) writes x straight into v's buffer
-//     when no read of v comes after x is produced (otherwise it copies).
+//     when no read of v comes after x is produced (otherwise it copies). A
+//     Part (a further output of a multi-output op) gets a buffer of its own
+//     that its op's instruction writes (Instr.Parts); a part nobody reads
+//     gets none, and the op keeps it in its workspace.
 //  4. liveness: an arena buffer lives from the instruction that defines it to
 //     the last one that reads it.
 //  5. arena planning: greedy by size (the "greedy by size" strategy of

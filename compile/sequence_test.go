@@ -22,7 +22,7 @@ func attentionStep(train bool, B, T, H, D int) (*graph.Graph, compile.Options) {
 	opt := compile.Options{Target: cpu.New(2), Outputs: []compile.Output{{Name: "loss", Node: loss}}}
 	if train {
 		for i, gr := range autodiff.Grad(loss, q, k, v) {
-			opt.Outputs = append(opt.Outputs, compile.Output{Name: string(rune('q'+i)), Node: gr, Grad: true})
+			opt.Outputs = append(opt.Outputs, compile.Output{Name: string(rune('q' + i)), Node: gr, Grad: true})
 		}
 	}
 	return g, opt

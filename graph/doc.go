@@ -18,6 +18,10 @@
 //     every node.
 //   - Leaves: Input (fed each step), Variable (persistent state with a Role:
 //     param, grad or optstate) and Constant (a value known when building).
+//   - Parts: an op with several outputs (attention: its output and each
+//     row's log-sum-exp) is one node, its first output, and a Part node per
+//     further output, built with it; one instruction computes them all,
+//     and each part is planned as a buffer of its own (sequence.go).
 //   - Assign: the only side effect. Assign(v, x) makes x the value of
 //     Variable v after the step. Every read of v in the step sees the value
 //     from before the step; compile rejects a read of v built after its Assign.

@@ -1,7 +1,17 @@
 // Package nn holds the model vocabulary: layers (Dense, Conv2D, pooling,
 // Flatten, Dropout, BatchNormalization, LayerNormalization, Embedding,
-// Activation), activations, losses, initializers and the Sequential model,
-// in the shape Keras users know, channels-last (NHWC) as Keras.
+// Activation; for sequences MultiHeadAttention, LSTM, GRU, SimpleRNN,
+// Bidirectional, PositionEmbedding, SinePositionEncoding, Conv1D, 1-D
+// pooling and TimeDistributed), activations, losses, initializers, the
+// Sequential model and the reference models (models.go, models_seq.go), in
+// the shape Keras users know, channels-last (NHWC) as Keras.
+//
+// Sequence layers: MultiHeadAttention runs on graph.Attention, the
+// memory-efficient op (the backward pass keeps each query row's
+// log-sum-exp, not the Tq×Tk probabilities), and can decode one token at a
+// time over a key/value cache (KVCache). Recurrent layers are unrolled over
+// their fixed T in the graph (recurrent.go says why), so the planner sees,
+// and recomputation can drop, every step.
 //
 // In the life of a step, nn is the first stage: a model's Forward builds
 // graph nodes over symbolic inputs with a concrete batch size. Layers hold
