@@ -171,7 +171,7 @@ func (m *LSTMLM) Inputs() []Input {
 func (m *LSTMLM) layers(T int, state bool) (*Embedding, *LSTM, *Dense) {
 	k := 1 / math.Sqrt(float64(m.Units))
 	u := Uniform{-k, k}
-	l := &LSTM{recurrent: recurrent{LayerName: "lstm", Units: m.Units, ReturnSequences: true,
+	l := &LSTM{Recurrent: Recurrent{LayerName: "lstm", Units: m.Units, ReturnSequences: true,
 		ReturnState: state, InitialState: state, KernelInit: u, RecurrentInit: u, BiasInit: u}, NoUnitForgetBias: true}
 	return &Embedding{LayerName: "embedding", InputDim: m.Vocab, OutputDim: m.Embed, Init: RandomNormal{Stddev: 1}},
 		l, &Dense{LayerName: "head", Units: m.Vocab, KernelInit: u, BiasInit: u}

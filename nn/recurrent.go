@@ -32,8 +32,10 @@ import (
 // one mask per sequence in training (Keras 3's cells). Not supported:
 // stateful layers, masking, and unroll=False (everything is unrolled).
 
-// recurrent holds the fields the three layers share.
-type recurrent struct {
+// Recurrent holds the fields LSTM, GRU and SimpleRNN share (Keras'
+// recurrent layer arguments): nn.LSTM{Recurrent: nn.Recurrent{LayerName:
+// "lstm", Units: 64, ReturnSequences: true}}.
+type Recurrent struct {
 	LayerName           string
 	Units               int
 	Activation          string // "": tanh
@@ -49,16 +51,16 @@ type recurrent struct {
 	KernelInit, RecurrentInit, BiasInit Initializer
 }
 
-func (r *recurrent) Name() string { return r.LayerName }
+func (r *Recurrent) Name() string { return r.LayerName }
 
-func (r *recurrent) fail(format string, args ...any) {
+func (r *Recurrent) fail(format string, args ...any) {
 	panic(&graph.Error{Op: graph.OpMatMul, Owner: r.LayerName, Msg: fmt.Sprintf(format, args...)})
 }
 
 // begin checks x [B, T, in] and the initial states, declares the kernels
 // and returns the inputs' projection x·kernel (+ bias) [B, T, k·units], the
 // recurrent kernel [units, k·units] and the initial states (nil: zero).
-func (r *recurrent) begin(c *Context, xs []*graph.Node, k, states int, bias *graph.Node) (xw, u *graph.Node, init []*graph.Node) {
+func (r *Recurrent) begin(c *Context, xs []*graph.Node, k, states int, bias *graph.Node) (xw, u *graph.Node, init []*graph.Node) {
 	want := 1
 	if r.InitialState {
 		want += states
@@ -95,7 +97,7 @@ func (r *recurrent) begin(c *Context, xs []*graph.Node, k, states int, bias *gra
 
 // recurrentMask returns the recurrent dropout mask [B, units] of a
 // sequence, or nil.
-func (r *recurrent) recurrentMask(c *Context, B int, dt tensor.DType) *graph.Node {
+func (r *Recurrent) recurrentMask(c *Context, B int, dt tensor.DType) *graph.Node {
 	if !c.Training || r.RecurrentDropout <= 0 {
 		return nil
 	}
@@ -104,7 +106,7 @@ func (r *recurrent) recurrentMask(c *Context, B int, dt tensor.DType) *graph.Nod
 }
 
 // steps returns the time indices in the order the layer reads them.
-func (r *recurrent) steps(T int) []int {
+func (r *Recurrent) steps(T int) []int {
 	ts := make([]int, T)
 	for s := range ts {
 		ts[s] = s
@@ -128,7 +130,7 @@ func gate(z *graph.Node, i, units int) *graph.Node {
 
 // finish returns the layer's outputs from each step's output hs (in the
 // order computed) and the final states.
-func (r *recurrent) finish(hs []*graph.Node, states ...*graph.Node) []*graph.Node {
+func (r *Recurrent) finish(hs []*graph.Node, states ...*graph.Node) []*graph.Node {
 	out := hs[len(hs)-1]
 	if r.ReturnSequences {
 		B, u := out.Shape()[0], out.Shape()[1]
@@ -144,7 +146,7 @@ func (r *recurrent) finish(hs []*graph.Node, states ...*graph.Node) []*graph.Nod
 	return append([]*graph.Node{out}, states...)
 }
 
-func (r *recurrent) activations() (act, rec string) {
+func (r *Recurrent) activations() (act, rec string) {
 	act, rec = r.Activation, r.RecurrentActivation
 	if act == "" {
 		act = "tanh"
@@ -166,7 +168,7 @@ func (r *recurrent) activations() (act, rec string) {
 // The bias's forget part starts at 1 (Keras' unit_forget_bias) unless
 // NoUnitForgetBias. Parameters: 4·units·(in + units + 1).
 type LSTM struct {
-	recurrent
+	Recurrent
 	NoUnitForgetBias bool
 }
 
@@ -237,8 +239,8 @@ func (f forgetBias) Fill(_ *rand.Rand, _ tensor.Shape, dst []float64) {
 func (f forgetBias) String() string { return "unit_forget_bias" }
 func (forgetBias) Whole() bool      { return true }
 
-// GRU is Keras' GRU (Cho et al. 2014) with gates z, r, h. With ResetAfter
-// (Keras' default, reset_after=True, the cuDNN form) the bias is [2,
+// GRU is Keras' GRU (Cho et al. 2014) with gates z, r, h. By default
+// (Keras' reset_after=True, the cuDNN form) the bias is [2,
 // 3·units], an input bias and a recurrent one, and the reset gate applies
 // after the recurrent product:
 //
@@ -248,12 +250,11 @@ func (forgetBias) Whole() bool      { return true }
 //	h' = tanh(x_h + r·u_h)
 //	h = z·h + (1 - z)·h'
 //
-// Without it the bias is [3·units] and h' = tanh(x_h + (r·h)·U_h). Keras'
-// default is ResetAfter; the zero value of this struct is reset_after=False,
-// so set it (the reference models and the Keras importer do).
+// With NoResetAfter (Keras' reset_after=False) the bias is [3·units] and
+// h' = tanh(x_h + (r·h)·U_h).
 type GRU struct {
-	recurrent
-	ResetAfter bool
+	Recurrent
+	NoResetAfter bool
 }
 
 // NumOutputs is 2 with ReturnState (output, h), else 1.
@@ -270,7 +271,7 @@ func (l *GRU) ForwardN(c *Context, xs []*graph.Node) []*graph.Node {
 	var inBias, recBias *graph.Node
 	if !l.NoBias {
 		binit := orDefault(l.BiasInit, Constant{0})
-		if l.ResetAfter {
+		if !l.NoResetAfter {
 			b := c.Weight(l.LayerName+"/bias", tensor.Shape{2, 3 * n}, binit, true)
 			inBias = graph.Reshape(graph.Slice(b, []int{0, 0}, []int{1, 3 * n}), 3*n)
 			recBias = graph.Reshape(graph.Slice(b, []int{1, 0}, []int{2, 3 * n}), 3*n)
@@ -286,7 +287,7 @@ func (l *GRU) ForwardN(c *Context, xs []*graph.Node) []*graph.Node {
 		h = init[0]
 	}
 	var uzr, uh *graph.Node // reset_after=False: the recurrent kernel's z, r and h columns
-	if !l.ResetAfter {
+	if l.NoResetAfter {
 		uzr = graph.Slice(u, []int{0, 0}, []int{n, 2 * n})
 		uh = graph.Slice(u, []int{0, 2 * n}, []int{n, 3 * n})
 	}
@@ -299,7 +300,7 @@ func (l *GRU) ForwardN(c *Context, xs []*graph.Node) []*graph.Node {
 			hr = graph.Mul(hr, drop)
 		}
 		var z, r, hh *graph.Node
-		if l.ResetAfter {
+		if !l.NoResetAfter {
 			var uz *graph.Node // h·U + recurrent bias [B, 3·units]
 			switch {
 			case hr != nil:
@@ -344,7 +345,7 @@ func (l *GRU) ForwardN(c *Context, xs []*graph.Node) []*graph.Node {
 
 // SimpleRNN is Keras' SimpleRNN: h = tanh(x_t·kernel + h·recurrent_kernel +
 // bias) (Activation), bias [units].
-type SimpleRNN struct{ recurrent }
+type SimpleRNN struct{ Recurrent }
 
 // NumOutputs is 2 with ReturnState (output, h), else 1.
 func (l *SimpleRNN) NumOutputs() int { return 1 + boolInt(l.ReturnState) }
@@ -401,27 +402,27 @@ type Bidirectional struct {
 
 // halves returns the forward and backward copies of the wrapped layer and
 // how many states each has.
-func (b *Bidirectional) halves() (fwd, bwd MultiLayer, states int, base *recurrent) {
-	name := func(r *recurrent, dir string, back bool) {
+func (b *Bidirectional) halves() (fwd, bwd MultiLayer, states int, base *Recurrent) {
+	name := func(r *Recurrent, dir string, back bool) {
 		r.LayerName = b.LayerName + "/" + dir + "_" + r.LayerName
 		r.GoBackwards = back != r.GoBackwards
 	}
 	switch l := b.Layer.(type) {
 	case *LSTM:
 		f, w := *l, *l
-		name(&f.recurrent, "forward", false)
-		name(&w.recurrent, "backward", true)
-		return &f, &w, 2, &l.recurrent
+		name(&f.Recurrent, "forward", false)
+		name(&w.Recurrent, "backward", true)
+		return &f, &w, 2, &l.Recurrent
 	case *GRU:
 		f, w := *l, *l
-		name(&f.recurrent, "forward", false)
-		name(&w.recurrent, "backward", true)
-		return &f, &w, 1, &l.recurrent
+		name(&f.Recurrent, "forward", false)
+		name(&w.Recurrent, "backward", true)
+		return &f, &w, 1, &l.Recurrent
 	case *SimpleRNN:
 		f, w := *l, *l
-		name(&f.recurrent, "forward", false)
-		name(&w.recurrent, "backward", true)
-		return &f, &w, 1, &l.recurrent
+		name(&f.Recurrent, "forward", false)
+		name(&w.Recurrent, "backward", true)
+		return &f, &w, 1, &l.Recurrent
 	}
 	panic(&graph.Error{Op: graph.OpConcat, Owner: b.LayerName, Msg: fmt.Sprintf("Bidirectional wraps an LSTM, GRU or SimpleRNN, not %T", b.Layer)})
 }

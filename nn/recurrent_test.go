@@ -97,7 +97,7 @@ func TestRecurrentOneStepByHand(t *testing.T) {
 }
 
 func gru(units int, resetAfter bool) *nn.GRU {
-	l := &nn.GRU{ResetAfter: resetAfter}
+	l := &nn.GRU{NoResetAfter: !resetAfter}
 	l.LayerName, l.Units, l.InitialState = "gru", units, true
 	return l
 }
@@ -222,7 +222,7 @@ func TestRecurrentParams(t *testing.T) {
 		want  int
 	}{
 		{"lstm", lstm(u), 4 * u * (in + u + 1)},
-		{"gru", &nn.GRU{ResetAfter: true}, 3 * u * (in + u + 2)},
+		{"gru", &nn.GRU{}, 3 * u * (in + u + 2)},
 		{"simple_rnn", simpleRNN(u), u * (in + u + 1)},
 		{"bidirectional", &nn.Bidirectional{LayerName: "bi", Layer: lstm(u)}, 2 * 4 * u * (in + u + 1)},
 	} {
