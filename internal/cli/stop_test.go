@@ -138,3 +138,32 @@ func TestSignalThenResume(t *testing.T) {
 		t.Logf("%v: %s", sig.s, strings.TrimSpace(errb.String()))
 	}
 }
+
+// --csv pointed at a file that is not a headroom log (a user's data set)
+// fails before training and leaves the file byte-identical; a log headroom
+// wrote is appended to.
+func TestCSVNeverDamagesAFile(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "iris.csv")
+	orig := []byte("sepal_length,sepal_width,label\n5.1,3.5,setosa\n4.9,3.0,setosa\n")
+	if err := os.WriteFile(data, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, stdout, stderr := run(t, "train", "--epochs", "1", "--csv", data)
+	if status == 0 || !strings.Contains(stderr, "not a headroom CSV log") || strings.Contains(stdout, "RESULT") {
+		t.Errorf("--csv on a data file: status %d, stderr %q; want a refusal before training", status, stderr)
+	}
+	if got, _ := os.ReadFile(data); !bytes.Equal(got, orig) {
+		t.Errorf("the data file changed:\n%s", got)
+	}
+	logPath := filepath.Join(dir, "log.csv")
+	for i := 0; i < 2; i++ {
+		if status, _, stderr := run(t, "train", "--epochs", "2", "--quiet", "--csv", logPath); status != 0 {
+			t.Fatalf("--csv on a new path (run %d): status %d: %s", i+1, status, stderr)
+		}
+	}
+	got, _ := os.ReadFile(logPath)
+	if lines := strings.Split(strings.TrimSpace(string(got)), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[0], "epoch,loss") {
+		t.Errorf("two runs of two epochs: the log has %d lines, want a header and 4 rows:\n%s", len(lines), got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
 	"syscall"
@@ -89,7 +90,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		cfg.Callbacks = append(cfg.Callbacks, tb)
 	}
 	if *csvPath != "" {
-		cfg.Callbacks = append(cfg.Callbacks, &train.CSVLogger{Path: *csvPath})
+		logger := &train.CSVLogger{Path: *csvPath}
+		if err := logger.Check(); err != nil { // before step 1: never write over a user's file
+			return fmt.Errorf("--csv: %w", err)
+		}
+		cfg.Callbacks = append(cfg.Callbacks, logger)
 	}
 	out := stdout
 	if *quiet {
@@ -125,15 +130,24 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	defer t.Close()
 	printPlan(out, &o, t, trainSet, testSet)
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		// written beside the target and renamed over it at the end, as every
+		// file headroom writes: an existing file is never left half-written
+		f, err := os.CreateTemp(filepath.Dir(*cpuProfile), "."+filepath.Base(*cpuProfile)+".*")
 		if err != nil {
 			return err
 		}
-		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			os.Remove(f.Name())
 			return err
 		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil || os.Rename(f.Name(), *cpuProfile) != nil {
+				os.Remove(f.Name())
+				fmt.Fprintf(stderr, "headroom: writing the CPU profile %s failed\n", *cpuProfile)
+			}
+		}()
 	}
 	h, err := t.Fit(trainSet)
 	p.finish()
