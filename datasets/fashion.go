@@ -40,6 +40,15 @@ func readIDXPair(dir, prefix, name string) (*data.Examples, error) {
 		}
 	}
 	e := &data.Examples{Name: name, Shape: tensor.Shape{28, 28, 1}, Scale: 1.0 / 255, Classes: 10}
+	// one buffer of the header's size (appending would hold twice the set
+	// while it grows)
+	shape, err := data.IDXShape(images)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: %w", err)
+	}
+	if n := shape[0]; len(shape) == 3 && n > 0 && n <= 1<<24 {
+		e.Pixels, e.Labels = make([]uint8, 0, n*28*28), make([]int32, 0, n)
+	}
 	for s, err := range data.IDX(images, labels).All(context.Background(), data.Config{Name: "load:" + name}) {
 		if err != nil {
 			return nil, fmt.Errorf("datasets: %w", err)

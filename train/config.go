@@ -23,6 +23,9 @@ type Config struct {
 	Batch     int
 	Seed      uint64
 	Budget    int64 // bytes; <= 0: no budget
+	// BudgetSource says where Budget came from, for reports ("--budget
+	// 100MiB", "the container's memory limit (...) of 200.00 MiB ...").
+	BudgetSource string
 	// EvalBatch is the batch size of evaluation (0: Batch).
 	EvalBatch int
 	// Validation, when set, is evaluated at the end of each epoch.

@@ -176,6 +176,9 @@ func (t *Trainer) checkData(d *data.Examples) error {
 func (t *Trainer) budgetError(trainN, evalN int, dataBytes int64) error {
 	oom := t.Plan.OOM("train", t.cfg.Budget)
 	oom.Ledger, oom.Owner, oom.Request = "budget", fmt.Sprintf("training (batch %d)", t.cfg.Batch), t.Planned
+	if t.cfg.BudgetSource != "" {
+		oom.Ledger = "the budget (" + t.cfg.BudgetSource + ")"
+	}
 	oom.Totals = t.PlannedTotals
 	oom.Remedies = []string{t.fitRemedy(trainN, evalN, dataBytes, t.cfg.Budget, "in the budget of")}
 	return oom

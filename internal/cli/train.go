@@ -101,10 +101,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		out = io.Discard
 	}
 	if *fitBudget {
-		if o.budgetBytes <= 0 {
-			return fmt.Errorf("--fit-to-budget needs --budget")
+		budget, _ := o.effectiveBudget()
+		if budget <= 0 {
+			return fmt.Errorf("--fit-to-budget needs a budget: give --budget (no memory limit is known for this process: %v)", o.processErr)
 		}
-		chosen, cands, err := train.FitToBudget(cfg, trainSet, o.budgetBytes, *allowPrecision)
+		chosen, cands, err := train.FitToBudget(cfg, trainSet, budget, *allowPrecision)
 		if len(cands) > 0 {
 			fmt.Fprint(out, train.Describe(cands))
 		}
@@ -129,6 +130,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	defer t.Close()
 	printPlan(out, &o, t, trainSet, testSet)
+	if o.processErr == nil {
+		var onHeap int64 // the data sets, read into Go slices
+		for _, d := range []*data.Examples{trainSet, testSet} {
+			if d != nil {
+				onHeap += mem.Align(d.Bytes())
+			}
+		}
+		if bound := o.process.boundRuntime(t.Planned, onHeap); bound > 0 {
+			fmt.Fprintf(out, "  the Go runtime's own memory (its heap, with the data sets in it) is bounded at %s (debug.SetMemoryLimit)\n", mem.FormatBytes(bound))
+		}
+	}
 	if *cpuProfile != "" {
 		// written beside the target and renamed over it at the end, as every
 		// file headroom writes: an existing file is never left half-written
@@ -248,8 +260,8 @@ func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *dat
 		mem.FormatBytes(p.Totals[mem.Param]), mem.FormatBytes(p.Totals[mem.Grad]), mem.FormatBytes(p.Totals[mem.OptState]),
 		mem.FormatBytes(p.Totals[mem.Activation]), mem.FormatBytes(p.Totals[mem.Workspace]), mem.FormatBytes(p.Totals[mem.Input]),
 		mem.FormatBytes(p.ArenaBytes), mem.FormatBytes(p.LowerBound))
-	if o.budgetBytes > 0 {
-		fmt.Fprintf(w, "  budget %s: %s to spare\n", mem.FormatBytes(o.budgetBytes), mem.FormatBytes(o.budgetBytes-t.Planned))
+	if budget, source := o.effectiveBudget(); budget > 0 {
+		fmt.Fprintf(w, "  budget %s (%s): %s to spare\n", mem.FormatBytes(budget), source, mem.FormatBytes(budget-t.Planned))
 	}
 	if _, note := t.Storage(); note != "" {
 		fmt.Fprintf(w, "  precision %s\n", note)
