@@ -31,6 +31,15 @@ func FashionMNIST(dir string) (trainSet, testSet *data.Examples, err error) {
 	return trainSet, testSet, nil
 }
 
+// FashionMNISTTest reads only the 10,000 test images (the test set of a run
+// whose training set is streamed).
+func FashionMNISTTest(dir string) (*data.Examples, error) {
+	if dir == "" {
+		dir = FashionMNISTDir
+	}
+	return readIDXPair(dir, "t10k", "fashion-mnist/test")
+}
+
 func readIDXPair(dir, prefix, name string) (*data.Examples, error) {
 	images := filepath.Join(dir, prefix+"-images-idx3-ubyte.gz")
 	labels := filepath.Join(dir, prefix+"-labels-idx1-ubyte.gz")

@@ -98,6 +98,9 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 	if evalData != nil {
 		dataBytes += mem.Align(evalData.Bytes())
 	}
+	if trainData == nil {
+		dataBytes += mem.Align(cfg.InputBudget) // the stream's pipeline
+	}
 	if !cfg.Backend.HostAddressable() {
 		dataBytes = 0 // host memory, beside the device's plan
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/dist"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/profile"
@@ -57,13 +58,28 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--checkpoint-dir: %w", err)
 		}
 	}
-	trainSet, testSet, err := o.load()
+	stream, err := o.planStream()
 	if err != nil {
+		return err
+	}
+	var trainSet, testSet *data.Examples
+	if stream != nil { // the training set does not fit beside the plan
+		trainSet = stream.standIn
+		if testSet, err = datasets.FashionMNISTTest(o.dataDir); err != nil {
+			return err
+		}
+	} else if trainSet, testSet, err = o.load(); err != nil {
 		return err
 	}
 	cfg, err := o.config(trainSet, testSet)
 	if err != nil {
 		return err
+	}
+	if stream != nil {
+		// the model scales the raw pixels the stream carries; the test set
+		// in memory feeds raw pixels too
+		cfg.Model = scaled(cfg.Model, trainSet.Scale)
+		testSet.Scale = 1
 	}
 	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory, cfg.MaxSteps, cfg.CheckpointEvery = *ckpt, *resume, *strict, *maxSteps, *every
 	// Under mpirun (a binary built with -tags mpi) the run is data-parallel;
@@ -101,6 +117,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		out = io.Discard
 	}
 	if *fitBudget {
+		if stream != nil {
+			return fmt.Errorf("--fit-to-budget with a training set that must be streamed (%s): give a smaller --batch instead", stream.describe())
+		}
 		budget, _ := o.effectiveBudget()
 		if budget <= 0 {
 			return fmt.Errorf("--fit-to-budget needs a budget: give --budget (no memory limit is known for this process: %v)", o.processErr)
@@ -124,15 +143,23 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	defer stop.release()
 	cfg.Interrupt = stop.fired
 
-	t, err := train.New(cfg, trainSet)
+	inMemory := trainSet
+	if stream != nil {
+		inMemory = nil // planned for a stream: one batch, no data set, the pipeline's budget
+		cfg.InputBudget = pipelineBudget
+	}
+	t, err := train.New(cfg, inMemory)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
 	printPlan(out, &o, t, trainSet, testSet)
+	if stream != nil {
+		fmt.Fprintf(out, "  %s\n", stream.describe())
+	}
 	if o.processErr == nil {
 		var onHeap int64 // the data sets, read into Go slices
-		for _, d := range []*data.Examples{trainSet, testSet} {
+		for _, d := range []*data.Examples{inMemory, testSet} {
 			if d != nil {
 				onHeap += mem.Align(d.Bytes())
 			}
@@ -161,7 +188,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			}
 		}()
 	}
-	h, err := t.Fit(trainSet)
+	var h *train.History
+	if stream != nil {
+		h, err = stream.fit(t)
+	} else {
+		h, err = t.Fit(trainSet)
+	}
 	p.finish()
 	if tb != nil {
 		if cerr := tb.Close(); err == nil {
