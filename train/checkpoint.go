@@ -31,11 +31,11 @@ func (c *Checkpoint) OnEpochEnd(t *Trainer, log *EpochLog) error {
 // the run stands and the epoch's running sums, so that a resumed epoch
 // continues exactly and reports what an uninterrupted one would.
 const (
-	keyStepInEpoch   = "step_in_epoch"   // batches of the epoch in progress done
-	keyEpochLossSum  = "epoch_loss_sum"  // their losses' sum (exact decimal)
-	keyEpochCorrect  = "epoch_correct"   // examples counted correct
-	keyEpochSeen     = "epoch_seen"      // examples counted
-	keyEpochUpdates  = "epoch_updates"   // updates made
+	keyStepInEpoch   = "step_in_epoch"     // batches of the epoch in progress done
+	keyEpochLossSum  = "epoch_loss_sum"    // their losses' sum (exact decimal)
+	keyEpochCorrect  = "epoch_correct"     // examples counted correct
+	keyEpochSeen     = "epoch_seen"        // examples counted
+	keyEpochUpdates  = "epoch_updates"     // updates made
 	dataPositionForm = "epoch %d batch %d" // KeyDataPosition: where the next batch starts
 )
 
