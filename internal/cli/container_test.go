@@ -76,7 +76,9 @@ func TestContainerLimit(t *testing.T) {
 }
 
 // maxRSS runs bin with args and returns its stdout and peak resident set
-// size as the OS measured it (getrusage of the child).
+// size as the OS measured it: the RESULT line's peak_rss_mib, the kernel's
+// VmHWM of the process (getrusage's ru_maxrss of a child would carry this
+// test process's own peak across execve).
 func maxRSS(t *testing.T, bin string, args ...string) (string, int64) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -85,11 +87,8 @@ func maxRSS(t *testing.T, bin string, args ...string) (string, int64) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v: %v\n%s%s", args, err, out.String(), errb.String())
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		t.Fatal("no rusage")
-	}
-	return out.String(), ru.Maxrss << 10 // Linux reports KiB
+	mib := num(t, result(t, out.String()), "peak_rss_mib")
+	return out.String(), int64(mib * (1 << 20))
 }
 
 // --budget is the whole process's memory: the Fashion-MNIST run under

@@ -167,3 +167,43 @@ func TestCSVNeverDamagesAFile(t *testing.T) {
 		t.Errorf("two runs of two epochs: the log has %d lines, want a header and 4 rows:\n%s", len(lines), got)
 	}
 }
+
+// The plan is exact in every corner: a batch larger than the data set, a
+// last batch of one, accumulation, both 16-bit policies, recomputation.
+// Under a 16-bit policy the plan is never above float32's.
+func TestPlannedEqualsMeasuredInEveryCorner(t *testing.T) {
+	for _, args := range [][]string{
+		{"--batch", "1438", "--epochs", "1"},
+		{"--batch", "5000", "--epochs", "1"},
+		{"--batch", "1436", "--epochs", "2"}, // a last batch of one example
+		{"--model", "cnn", "--batch", "128", "--accumulate", "4", "--epochs", "1"},
+		{"--model", "cnn", "--batch", "100", "--precision", "mixed_bfloat16", "--epochs", "1"},
+		{"--model", "cnn", "--batch", "100", "--precision", "mixed_float16", "--epochs", "1"},
+		{"--model", "mlp", "--remat", "--batch", "33", "--epochs", "1"},
+	} {
+		r := quietRun(t, append([]string{"train"}, args...)...)
+		if r["planned_peak_bytes"] != r["measured_peak_bytes"] {
+			t.Errorf("%v: planned %s, measured %s", args, r["planned_peak_bytes"], r["measured_peak_bytes"])
+		}
+	}
+	for _, ds := range []string{"digits", "fashion-mnist"} {
+		if ds == "fashion-mnist" {
+			if _, err := os.Stat("/usr/share/datasets/fashion-mnist"); err != nil {
+				continue
+			}
+		}
+		peak := func(precision string) int64 {
+			status, stdout, stderr := run(t, "plan", "--json", "--model", "cnn", "--dataset", ds, "--batch", "128", "--precision", precision)
+			if status != 0 {
+				t.Fatalf("plan: %s", stderr)
+			}
+			return decodePlan(t, stdout)["peak_bytes"]
+		}
+		f32 := peak("float32")
+		for _, p := range []string{"mixed_bfloat16", "mixed_float16"} {
+			if got := peak(p); got > f32 {
+				t.Errorf("cnn on %s at batch 128: %s plans %d B, float32 %d B", ds, p, got, f32)
+			}
+		}
+	}
+}

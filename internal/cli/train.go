@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -300,7 +302,20 @@ func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *dat
 	}
 }
 
+// peakRSSMiB returns the process's peak resident set size: VmHWM of
+// /proc/self/status, the high-water mark of this program's own memory.
+// getrusage's ru_maxrss is the fallback: Linux carries it across execve, so
+// a process started from a larger one reports the parent's peak there.
 func peakRSSMiB() float64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				if kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64); err == nil {
+					return float64(kb) / 1024
+				}
+			}
+		}
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return math.NaN()
