@@ -155,6 +155,7 @@ func testMatMul(t *testing.T, f MatMulFunc) {
 			}
 		}
 	}
+	testMatMulSpecial(t, f)
 }
 
 // CheckMatMul runs f (MatMul) on one problem, op(a): [m, k], op(b): [k, n],

@@ -159,7 +159,7 @@ func testMatMulBF16(t *testing.T, f MatMulFunc) {
 		CheckMatMulBF16(t, f, 1023, 33, 1023, true, false, false, seed+1)
 	}
 	testBF16Rounding(t, f)
-	testBF16Special(t, f)
+	testMatMulSpecial(t, f)
 }
 
 // testBF16Rounding checks that each operand is rounded as
@@ -187,12 +187,12 @@ func testBF16Rounding(t *testing.T, f MatMulFunc) {
 	}
 }
 
-// testBF16Special checks IEEE behaviour the packing must not hide: 0·Inf
-// is NaN, the zero padding of an odd k meets an Inf only as 0·0, NaN in dst
+// testMatMulSpecial (for MatMul and MatMulBF16: every value here is a
+// bfloat16) checks IEEE behaviour the packing must not hide: 0·Inf is NaN, the zero padding of an odd k meets an Inf only as 0·0, NaN in dst
 // is dropped without accumulate and kept with it, k = 0 gives zeros (or
 // leaves dst), and an Inf in a row of A or a column of B reaches only the
 // elements whose sums hold it (13 rows, 33 columns: edge tiles).
-func testBF16Special(t *testing.T, f MatMulFunc) {
+func testMatMulSpecial(t *testing.T, f MatMulFunc) {
 	inf, nan := float32(math.Inf(1)), float32(math.NaN())
 	for _, tb := range []bool{false, true} {
 		if got := f(make([]float32, 1), []float32{0, 1}, []float32{inf, 1}, 1, 1, 2, false, tb, false); got[0] == got[0] {
