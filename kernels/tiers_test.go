@@ -21,7 +21,25 @@ import (
 
 // threadCounts are the thread counts every tier runs on: one, and two,
 // which splits the jobs, the image halves and the elementwise pool jobs.
-var threadCounts = []int{1, 2}
+// Under the race detector, which slows the suite's reference loops many
+// times over, only two: the count with concurrency to check (the tiers'
+// arithmetic is checked by the runs without it).
+var threadCounts = func() []int {
+	if raceEnabled {
+		return []int{2}
+	}
+	return []int{1, 2}
+}()
+
+// raceThin returns tiers, or under the race detector its first and last
+// (the fastest tier and the Go one): the runs without the detector check
+// every tier.
+func raceThin[T any](tiers []T) []T {
+	if raceEnabled && len(tiers) > 2 {
+		return []T{tiers[0], tiers[len(tiers)-1]}
+	}
+	return tiers
+}
 
 // simdTiers returns the settings of the assembly switches the suite runs
 // on: the Go loops of every family, the widest tiers this CPU has, and the
@@ -132,7 +150,8 @@ func float32Window(name string) kerneltest.Impl {
 // col2im, the filter gradient's packing) on and off and the products'
 // packing straight from the image on and off, on 1 and 2 threads. Pooling
 // does not use the GEMM tiers or that packing, so it runs on the first
-// tier only.
+// tier only. Under the race detector, fewer tiers and settings (see
+// raceThin, threadCounts).
 func TestWindowSuite(t *testing.T) {
 	defer kernels.WithoutExternalSgemm()() // the openblas tag's products run the chunks instead of the jobs
 	defer kernels.SetSIMD(kernels.SetSIMD(kernels.MaxSIMD()))
@@ -140,9 +159,12 @@ func TestWindowSuite(t *testing.T) {
 	if kernels.MaxSIMD().Window {
 		windows = append(windows, true)
 	}
-	for ti, tier := range kernels.GemmTierNames() {
+	for ti, tier := range raceThin(kernels.GemmTierNames()) {
 		for _, window := range windows {
 			for _, pack := range []bool{false, true} {
+				if raceEnabled && pack != window && len(windows) > 1 {
+					continue // both switches on, and both off
+				}
 				for _, threads := range threadCounts {
 					t.Run(fmt.Sprintf("%s/window=%v/pack=%v/%dT", tier, window, pack, threads), func(t *testing.T) {
 						defer kernels.UseGemmTier(tier)()
@@ -182,7 +204,7 @@ func TestWindowSuiteFloat64(t *testing.T) {
 // to bfloat16.
 func TestConvBF16Suite(t *testing.T) {
 	defer kernels.WithoutExternalSgemm()()
-	for _, p := range bgemmPaths() {
+	for _, p := range raceThin(bgemmPaths()) {
 		for _, threads := range threadCounts {
 			t.Run(fmt.Sprintf("%s/%dT", p.name, threads), func(t *testing.T) {
 				defer p.use()()
