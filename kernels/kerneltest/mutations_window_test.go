@@ -132,6 +132,15 @@ var windowMutations = map[string]func(impl *kerneltest.Impl){
 			return kernels.Conv2DBackpropFilter(dfilter, x[:h.N*g.H*g.W*g.C], dy[:h.N*g.OH*g.OW*f], work, h, f)
 		}
 	},
+	"Conv2DBackpropFilter writes its input": func(impl *kerneltest.Impl) {
+		impl.Conv2DBackpropFilter = func(dfilter, x, dy, work []float32, g kernels.ConvGeom, f int) []float32 {
+			kernels.Conv2DBackpropFilter(dfilter, x, dy, work, g, f)
+			if len(dy) > 0 {
+				dy[len(dy)-1]++
+			}
+			return dfilter
+		}
+	},
 	"Conv2DBF16 does not round": func(impl *kerneltest.Impl) {
 		impl.Conv2DBF16 = kernels.Conv2D[float32]
 	},
