@@ -154,9 +154,10 @@ func float32Window(name string) kerneltest.Impl {
 // raceThin, threadCounts).
 func TestWindowSuite(t *testing.T) {
 	defer kernels.WithoutExternalSgemm()() // the openblas tag's products run the chunks instead of the jobs
-	defer kernels.SetSIMD(kernels.SetSIMD(kernels.MaxSIMD()))
+	top := kernels.MaxSIMD()
+	defer kernels.SetSIMD(kernels.SetSIMD(top))
 	windows := []bool{false}
-	if kernels.MaxSIMD().Window {
+	if top.Window {
 		windows = append(windows, true)
 	}
 	for ti, tier := range raceThin(kernels.GemmTierNames()) {
@@ -168,7 +169,7 @@ func TestWindowSuite(t *testing.T) {
 				for _, threads := range threadCounts {
 					t.Run(fmt.Sprintf("%s/window=%v/pack=%v/%dT", tier, window, pack, threads), func(t *testing.T) {
 						defer kernels.UseGemmTier(tier)()
-						defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{Window: window}))
+						defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{Elementwise: top.Elementwise, Window: window, ConvertLanes: top.ConvertLanes}))
 						defer kernels.UsePackFromImage(pack)()
 						defer kernels.UseThreads(threads)()
 						impl := float32Window(tier)
