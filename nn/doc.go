@@ -1,10 +1,14 @@
-// Package nn holds the model vocabulary: layers (Dense, Conv2D, pooling,
-// Flatten, Dropout, BatchNormalization, LayerNormalization, Embedding,
-// Activation; for sequences MultiHeadAttention, LSTM, GRU, SimpleRNN,
-// Bidirectional, PositionEmbedding, SinePositionEncoding, Conv1D, 1-D
-// pooling and TimeDistributed), activations, losses, initializers, the
-// Sequential model and the reference models (models.go, models_seq.go), in
-// the shape Keras users know, channels-last (NHWC) as Keras.
+// Package nn holds the model vocabulary: the Model interface, layers (Dense,
+// Conv2D, pooling, Flatten, Dropout, BatchNormalization,
+// LayerNormalization, Embedding, Activation, the merge layers; for
+// sequences MultiHeadAttention, LSTM, GRU, SimpleRNN, Bidirectional,
+// PositionEmbedding, SinePositionEncoding, Conv1D, 1-D pooling and
+// TimeDistributed), activations, losses, initializers, the reference
+// models (models.go, models_seq.go), and three ways to write a model: the
+// Sequential stack, the functional API (NewInput, Apply, NewFunctional:
+// several inputs and outputs, shared layers, nested models) and ModelFunc
+// (a model as a Go function, as GoMLX's), in the shape Keras users know,
+// channels-last (NHWC) as Keras.
 //
 // Sequence layers: MultiHeadAttention runs on graph.Attention, the
 // memory-efficient op (the backward pass keeps each query row's
@@ -13,8 +17,11 @@
 // their fixed T in the graph (recurrent.go says why), so the planner sees,
 // and recomputation can drop, every step.
 //
-// In the life of a step, nn is the first stage: a model's Forward builds
-// graph nodes over symbolic inputs with a concrete batch size. Layers hold
+// In the life of a step, nn is the first stage: a model's Build builds
+// graph nodes over symbolic inputs with a concrete batch size. Every layer
+// call goes through the Context (Call, Boundary), which records layer
+// boundaries for any model: recomputation keeps every ⌈√L⌉-th of them, and
+// a 16-bit storage policy keeps each one but a model output in 16 bits. Layers hold
 // no tensors: each Forward declares its weights as graph Variables through
 // the Context, named "<layer>/<weight>" (Keras' names: kernel, bias, gamma,
 // beta, moving_mean, moving_variance, embeddings), and records how to

@@ -139,69 +139,44 @@ func (t *Trainer) restore(dir string, events *[]Event) (path string, err error) 
 		*events = append(*events, ev)
 		t.log(ev.String())
 	}
-	f, err := checkpoint.Load(path)
+	meta, err := checkpoint.Meta(path)
 	if err != nil {
 		return "", fmt.Errorf("train: resume: %w", err)
 	}
-	if s := f.Meta[checkpoint.KeyRNGState]; s != strconv.FormatUint(t.cfg.Seed, 10) {
+	if s := meta[checkpoint.KeyRNGState]; s != strconv.FormatUint(t.cfg.Seed, 10) {
 		return "", fmt.Errorf("train: resume: %s was written with seed %s, this run has seed %d", path, s, t.cfg.Seed)
 	}
 	var p position
-	if p.epoch, err = strconv.Atoi(f.Meta[checkpoint.KeyEpoch]); err != nil || p.epoch < 0 {
+	if p.epoch, err = strconv.Atoi(meta[checkpoint.KeyEpoch]); err != nil || p.epoch < 0 {
 		return "", fmt.Errorf("train: resume: %s has no valid epoch in its metadata", path)
 	}
-	if b, ok := f.Meta[keyStepInEpoch]; ok { // older checkpoints were all taken at epoch ends
+	if b, ok := meta[keyStepInEpoch]; ok { // older checkpoints were all taken at epoch ends
 		bad := false
 		num := func(key string) int {
-			v, err := strconv.Atoi(f.Meta[key])
+			v, err := strconv.Atoi(meta[key])
 			bad = bad || err != nil || v < 0
 			return v
 		}
 		p.batch, p.correct, p.seen, p.updates = num(keyStepInEpoch), num(keyEpochCorrect), num(keyEpochSeen), num(keyEpochUpdates)
-		p.lossSum, err = strconv.ParseFloat(f.Meta[keyEpochLossSum], 64)
+		p.lossSum, err = strconv.ParseFloat(meta[keyEpochLossSum], 64)
 		if bad || err != nil {
 			return "", fmt.Errorf("train: resume: %s has an invalid position in its metadata (step_in_epoch %q)", path, b)
 		}
 	}
-	if b := f.Meta["batch"]; b != "" && b != strconv.Itoa(t.cfg.Batch) && p.batch > 0 {
+	if b := meta["batch"]; b != "" && b != strconv.Itoa(t.cfg.Batch) && p.batch > 0 {
 		return "", fmt.Errorf("train: resume: %s was taken %d batches into an epoch of batch %s; this run has batch %d, so the epoch cannot continue where it stopped", path, p.batch, b, t.cfg.Batch)
 	}
-	if v, err := strconv.ParseFloat(f.Meta["loss_scale"], 64); err == nil {
+	if v, err := strconv.ParseFloat(meta["loss_scale"], 64); err == nil {
 		t.lossScale = v
 	}
-	if v, err := strconv.Atoi(f.Meta["loss_scale_good_steps"]); err == nil {
+	if v, err := strconv.Atoi(meta["loss_scale_good_steps"]); err == nil {
 		t.goodSteps = v
 	}
-	if v, err := strconv.ParseInt(f.Meta["skipped_steps"], 10, 64); err == nil {
+	if v, err := strconv.ParseInt(meta["skipped_steps"], 10, 64); err == nil {
 		t.skipped = v
 	}
-	for _, v := range t.engine.Variables() {
-		src, ok := f.Get(v.Name)
-		if !ok {
-			return "", fmt.Errorf("train: resume: %s has no tensor %q", path, v.Name)
-		}
-		if sp, ok := t.shardOf(v); ok && src.DType() == v.DType && src.Shape().Equal(sp.Shape) {
-			// this process's block of a full optimizer state (zero-padded)
-			sz := v.DType.Size()
-			block := v.Shape.Size() * sz
-			lo := min(t.cfg.Comm.Rank()*block, len(src.Bytes()))
-			err := update(v, func(x tensor.Tensor) error {
-				dst := x.Bytes()
-				clear(dst)
-				copy(dst, src.Bytes()[lo:min(lo+block, len(src.Bytes()))])
-				return nil
-			})
-			if err != nil {
-				return "", err
-			}
-			continue
-		}
-		if src.DType() != v.DType || !src.Shape().Equal(v.Shape) {
-			return "", fmt.Errorf("train: resume: %s holds %q as %s%v, the model needs %s%v", path, v.Name, src.DType(), src.Shape(), v.DType, v.Shape)
-		}
-		if err := update(v, func(x tensor.Tensor) error { copy(x.Bytes(), src.Bytes()); return nil }); err != nil {
-			return "", err
-		}
+	if err := t.readVariables(path); err != nil {
+		return "", err
 	}
 	if err := t.broadcastWeights(); err != nil { // every process resumes from rank 0's weights
 		return "", err
@@ -213,6 +188,60 @@ func (t *Trainer) restore(dir string, events *[]Event) (path string, err error) 
 		t.log(fmt.Sprintf("resume: starting from %s: step %d, after epoch %d", path, step, p.epoch))
 	}
 	return path, nil
+}
+
+// readVariables reads every variable of the engine from the checkpoint at
+// path, straight into the variables' memory on the host (through one
+// tensor-sized copy each on a device, and the gathered full tensor of a
+// sharded optimizer state): no copy of the whole checkpoint is held. A
+// tensor the model does not have is skipped through a bounded buffer.
+func (t *Trainer) readVariables(path string) error {
+	seen := map[string]bool{}
+	var after []func() error // device copies and shard blocks, once read
+	_, err := checkpoint.LoadInto(path, func(name string, dt tensor.DType, shape tensor.Shape) ([]byte, error) {
+		v, ok := t.engine.Variable(name)
+		if !ok {
+			return nil, nil
+		}
+		seen[name] = true
+		if sp, ok := t.shardOf(v); ok && dt == v.DType && shape.Equal(sp.Shape) {
+			// this process's block of a full optimizer state (zero-padded)
+			full := make([]byte, shape.Size()*dt.Size())
+			after = append(after, func() error {
+				block := v.Shape.Size() * v.DType.Size()
+				lo := min(t.cfg.Comm.Rank()*block, len(full))
+				return update(v, func(x tensor.Tensor) error {
+					clear(x.Bytes())
+					copy(x.Bytes(), full[lo:min(lo+block, len(full))])
+					return nil
+				})
+			})
+			return full, nil
+		}
+		if dt != v.DType || !shape.Equal(v.Shape) {
+			return nil, fmt.Errorf("train: resume: %s holds %q as %s%v, the model needs %s%v", path, name, dt, shape, v.DType, v.Shape)
+		}
+		if v.Engine().Backend().HostAddressable() {
+			return v.Tensor().Bytes(), nil
+		}
+		host := make([]byte, v.Bytes())
+		after = append(after, func() error { return v.Write(host) })
+		return host, nil
+	})
+	if err != nil {
+		return fmt.Errorf("train: resume: %w", err)
+	}
+	for _, f := range after {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	for _, v := range t.engine.Variables() {
+		if !seen[v.Name] {
+			return fmt.Errorf("train: resume: %s has no tensor %q", path, v.Name)
+		}
+	}
+	return nil
 }
 
 // log passes a message to Config.Log.

@@ -23,6 +23,14 @@ type Config struct {
 	Batch     int
 	Seed      uint64
 	Budget    int64 // bytes; <= 0: no budget
+	// InputBudget is the input pipeline's budget of a run planned for a
+	// stream (New with no data set; FitStream): counted in the plan as
+	// input, the most the pipeline may hold. FitStream uses it when its
+	// data.Config has no budget.
+	InputBudget int64
+	// BudgetSource says where Budget came from, for reports ("--budget
+	// 100MiB", "the container's memory limit (...) of 200.00 MiB ...").
+	BudgetSource string
 	// EvalBatch is the batch size of evaluation (0: Batch).
 	EvalBatch int
 	// Validation, when set, is evaluated at the end of each epoch.

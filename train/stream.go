@@ -23,7 +23,10 @@ import (
 // measured peak is at most Trainer.Planned plus that budget. Build the
 // trainer with New(cfg, nil) to plan for a stream (no data set in memory).
 func (t *Trainer) FitStream(ctx context.Context, ds data.Dataset[data.Batch], dcfg data.Config) (*History, error) {
-	dcfg.Ledger = t.engine.Ledger()
+	dcfg.Ledger = t.engine.HostLedger()
+	if dcfg.Budget <= 0 {
+		dcfg.Budget = t.cfg.InputBudget
+	}
 	if dcfg.Name == "" {
 		dcfg.Name = "input pipeline"
 	}

@@ -77,7 +77,7 @@ func NewText(cfg Config, txt *Text) (*Trainer, error) {
 		return nil, err
 	}
 	hold := []held{{name: txt.Name, bytes: int64(len(txt.Train) + len(txt.Val))}}
-	if err := t.open(cfg.Batch, txt.valWindows(), hold); err != nil {
+	if err := t.open(cfg.Batch, txt.valWindows(), hold, false); err != nil {
 		return nil, err
 	}
 	t.validate = t.evaluateText

@@ -94,7 +94,7 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 			hold = append(hold, held{name: d.Name, bytes: d.Bytes()})
 		}
 	}
-	if err := t.open(trainN, evalN, hold); err != nil {
+	if err := t.open(trainN, evalN, hold, trainData == nil); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -108,10 +108,11 @@ type held struct {
 }
 
 // open compiles the programs for trainN training and evalN evaluation
-// examples, plans them with the data sets hold, and reserves everything
-// on a new engine: the second half of New (and NewText). On failure
-// everything it took is released.
-func (t *Trainer) open(trainN, evalN int, hold []held) (err error) {
+// examples, plans them with the data sets hold (and, for a stream, its
+// pipeline's InputBudget), and reserves everything on a new engine: the
+// second half of New (and NewText). On failure everything it took is
+// released.
+func (t *Trainer) open(trainN, evalN int, hold []held, stream bool) (err error) {
 	progs, err := t.cfg.compileAll(trainN, evalN)
 	if err != nil {
 		return err
@@ -121,6 +122,9 @@ func (t *Trainer) open(trainN, evalN int, hold []held) (err error) {
 	var dataBytes int64
 	for _, d := range hold {
 		dataBytes += mem.Align(d.bytes)
+	}
+	if stream {
+		dataBytes += mem.Align(cfg.InputBudget) // the stream's pipeline
 	}
 	if !cfg.Backend.HostAddressable() {
 		dataBytes = 0 // host memory, beside the device's plan
@@ -197,6 +201,9 @@ func (t *Trainer) checkData(d *data.Examples) error {
 func (t *Trainer) budgetError(trainN, evalN int, dataBytes int64) error {
 	oom := t.Plan.OOM("train", t.cfg.Budget)
 	oom.Ledger, oom.Owner, oom.Request = "budget", fmt.Sprintf("training (batch %d)", t.cfg.Batch), t.Planned
+	if t.cfg.BudgetSource != "" {
+		oom.Ledger = "the budget (" + t.cfg.BudgetSource + ")"
+	}
 	oom.Totals = t.PlannedTotals
 	oom.Remedies = []string{t.fitRemedy(trainN, evalN, dataBytes, t.cfg.Budget, "in the budget of")}
 	return oom

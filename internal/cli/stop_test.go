@@ -138,3 +138,72 @@ func TestSignalThenResume(t *testing.T) {
 		t.Logf("%v: %s", sig.s, strings.TrimSpace(errb.String()))
 	}
 }
+
+// --csv pointed at a file that is not a headroom log (a user's data set)
+// fails before training and leaves the file byte-identical; a log headroom
+// wrote is appended to.
+func TestCSVNeverDamagesAFile(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "iris.csv")
+	orig := []byte("sepal_length,sepal_width,label\n5.1,3.5,setosa\n4.9,3.0,setosa\n")
+	if err := os.WriteFile(data, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, stdout, stderr := run(t, "train", "--epochs", "1", "--csv", data)
+	if status == 0 || !strings.Contains(stderr, "not a headroom CSV log") || strings.Contains(stdout, "RESULT") {
+		t.Errorf("--csv on a data file: status %d, stderr %q; want a refusal before training", status, stderr)
+	}
+	if got, _ := os.ReadFile(data); !bytes.Equal(got, orig) {
+		t.Errorf("the data file changed:\n%s", got)
+	}
+	logPath := filepath.Join(dir, "log.csv")
+	for i := 0; i < 2; i++ {
+		if status, _, stderr := run(t, "train", "--epochs", "2", "--quiet", "--csv", logPath); status != 0 {
+			t.Fatalf("--csv on a new path (run %d): status %d: %s", i+1, status, stderr)
+		}
+	}
+	got, _ := os.ReadFile(logPath)
+	if lines := strings.Split(strings.TrimSpace(string(got)), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[0], "epoch,loss") {
+		t.Errorf("two runs of two epochs: the log has %d lines, want a header and 4 rows:\n%s", len(lines), got)
+	}
+}
+
+// The plan is exact in every corner: a batch larger than the data set, a
+// last batch of one, accumulation, both 16-bit policies, recomputation.
+// Under a 16-bit policy the plan is never above float32's.
+func TestPlannedEqualsMeasuredInEveryCorner(t *testing.T) {
+	for _, args := range [][]string{
+		{"--batch", "1438", "--epochs", "1"},
+		{"--batch", "5000", "--epochs", "1"},
+		{"--batch", "1436", "--epochs", "2"}, // a last batch of one example
+		{"--model", "cnn", "--batch", "128", "--accumulate", "4", "--epochs", "1"},
+		{"--model", "cnn", "--batch", "100", "--precision", "mixed_bfloat16", "--epochs", "1"},
+		{"--model", "cnn", "--batch", "100", "--precision", "mixed_float16", "--epochs", "1"},
+		{"--model", "mlp", "--remat", "--batch", "33", "--epochs", "1"},
+	} {
+		r := quietRun(t, append([]string{"train"}, args...)...)
+		if r["planned_peak_bytes"] != r["measured_peak_bytes"] {
+			t.Errorf("%v: planned %s, measured %s", args, r["planned_peak_bytes"], r["measured_peak_bytes"])
+		}
+	}
+	for _, ds := range []string{"digits", "fashion-mnist"} {
+		if ds == "fashion-mnist" {
+			if _, err := os.Stat("/usr/share/datasets/fashion-mnist"); err != nil {
+				continue
+			}
+		}
+		peak := func(precision string) int64 {
+			status, stdout, stderr := run(t, "plan", "--json", "--model", "cnn", "--dataset", ds, "--batch", "128", "--precision", precision)
+			if status != 0 {
+				t.Fatalf("plan: %s", stderr)
+			}
+			return decodePlan(t, stdout)["peak_bytes"]
+		}
+		f32 := peak("float32")
+		for _, p := range []string{"mixed_bfloat16", "mixed_float16"} {
+			if got := peak(p); got > f32 {
+				t.Errorf("cnn on %s at batch 128: %s plans %d B, float32 %d B", ds, p, got, f32)
+			}
+		}
+	}
+}

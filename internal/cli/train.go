@@ -7,13 +7,17 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/dist"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/profile"
@@ -60,13 +64,28 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return runTrainText(&o, textFlags{ckpt: *ckpt, every: *every, resume: *resume, quiet: *quiet, strict: *strict, maxSteps: *maxSteps,
 			save: *savePath, csv: *csvPath, cpuProf: *cpuProfile, fitBudget: *fitBudget, allowLow: *allowPrecision}, stdout)
 	}
-	trainSet, testSet, err := o.load()
+	stream, err := o.planStream()
 	if err != nil {
+		return err
+	}
+	var trainSet, testSet *data.Examples
+	if stream != nil { // the training set does not fit beside the plan
+		trainSet = stream.standIn
+		if testSet, err = datasets.FashionMNISTTest(o.dataDir); err != nil {
+			return err
+		}
+	} else if trainSet, testSet, err = o.load(); err != nil {
 		return err
 	}
 	cfg, err := o.config(trainSet, testSet)
 	if err != nil {
 		return err
+	}
+	if stream != nil {
+		// the model scales the raw pixels the stream carries; the test set
+		// in memory feeds raw pixels too
+		cfg.Model = scaled(cfg.Model, trainSet.Scale)
+		testSet.Scale = 1
 	}
 	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory, cfg.MaxSteps, cfg.CheckpointEvery = *ckpt, *resume, *strict, *maxSteps, *every
 	// Under mpirun (a binary built with -tags mpi) the run is data-parallel;
@@ -93,17 +112,25 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		cfg.Callbacks = append(cfg.Callbacks, tb)
 	}
 	if *csvPath != "" {
-		cfg.Callbacks = append(cfg.Callbacks, &train.CSVLogger{Path: *csvPath})
+		logger := &train.CSVLogger{Path: *csvPath}
+		if err := logger.Check(); err != nil { // before step 1: never write over a user's file
+			return fmt.Errorf("--csv: %w", err)
+		}
+		cfg.Callbacks = append(cfg.Callbacks, logger)
 	}
 	out := stdout
 	if *quiet {
 		out = io.Discard
 	}
 	if *fitBudget {
-		if o.budgetBytes <= 0 {
-			return fmt.Errorf("--fit-to-budget needs --budget")
+		if stream != nil {
+			return fmt.Errorf("--fit-to-budget with a training set that must be streamed (%s): give a smaller --batch instead", stream.describe())
 		}
-		chosen, cands, err := train.FitToBudget(cfg, trainSet, o.budgetBytes, *allowPrecision)
+		budget, _ := o.effectiveBudget()
+		if budget <= 0 {
+			return fmt.Errorf("--fit-to-budget needs a budget: give --budget (no memory limit is known for this process: %v)", o.processErr)
+		}
+		chosen, cands, err := train.FitToBudget(cfg, trainSet, budget, *allowPrecision)
 		if len(cands) > 0 {
 			fmt.Fprint(out, train.Describe(cands))
 		}
@@ -122,24 +149,57 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	defer stop.release()
 	cfg.Interrupt = stop.fired
 
-	t, err := train.New(cfg, trainSet)
+	inMemory := trainSet
+	if stream != nil {
+		inMemory = nil // planned for a stream: one batch, no data set, the pipeline's budget
+		cfg.InputBudget = pipelineBudget
+	}
+	t, err := train.New(cfg, inMemory)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
 	printPlan(out, &o, t, trainSet, testSet)
+	if stream != nil {
+		fmt.Fprintf(out, "  %s\n", stream.describe())
+	}
+	if o.processErr == nil {
+		var onHeap int64 // the data sets, read into Go slices
+		for _, d := range []*data.Examples{inMemory, testSet} {
+			if d != nil {
+				onHeap += mem.Align(d.Bytes())
+			}
+		}
+		if bound := o.process.boundRuntime(t.Planned, onHeap); bound > 0 {
+			fmt.Fprintf(out, "  the Go runtime's own memory (its heap, with the data sets in it) is bounded at %s (debug.SetMemoryLimit)\n", mem.FormatBytes(bound))
+		}
+	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		// written beside the target and renamed over it at the end, as every
+		// file headroom writes: an existing file is never left half-written
+		f, err := os.CreateTemp(filepath.Dir(*cpuProfile), "."+filepath.Base(*cpuProfile)+".*")
 		if err != nil {
 			return err
 		}
-		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			os.Remove(f.Name())
 			return err
 		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil || os.Rename(f.Name(), *cpuProfile) != nil {
+				os.Remove(f.Name())
+				fmt.Fprintf(stderr, "headroom: writing the CPU profile %s failed\n", *cpuProfile)
+			}
+		}()
 	}
-	h, err := t.Fit(trainSet)
+	var h *train.History
+	if stream != nil {
+		h, err = stream.fit(t)
+	} else {
+		h, err = t.Fit(trainSet)
+	}
 	p.finish()
 	if tb != nil {
 		if cerr := tb.Close(); err == nil {
@@ -238,15 +298,28 @@ func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *dat
 		mem.FormatBytes(p.Totals[mem.Param]), mem.FormatBytes(p.Totals[mem.Grad]), mem.FormatBytes(p.Totals[mem.OptState]),
 		mem.FormatBytes(p.Totals[mem.Activation]), mem.FormatBytes(p.Totals[mem.Workspace]), mem.FormatBytes(p.Totals[mem.Input]),
 		mem.FormatBytes(p.ArenaBytes), mem.FormatBytes(p.LowerBound))
-	if o.budgetBytes > 0 {
-		fmt.Fprintf(w, "  budget %s: %s to spare\n", mem.FormatBytes(o.budgetBytes), mem.FormatBytes(o.budgetBytes-t.Planned))
+	if budget, source := o.effectiveBudget(); budget > 0 {
+		fmt.Fprintf(w, "  budget %s (%s): %s to spare\n", mem.FormatBytes(budget), source, mem.FormatBytes(budget-t.Planned))
 	}
 	if _, note := t.Storage(); note != "" {
 		fmt.Fprintf(w, "  precision %s\n", note)
 	}
 }
 
+// peakRSSMiB returns the process's peak resident set size: VmHWM of
+// /proc/self/status, the high-water mark of this program's own memory.
+// getrusage's ru_maxrss is the fallback: Linux carries it across execve, so
+// a process started from a larger one reports the parent's peak there.
 func peakRSSMiB() float64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				if kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64); err == nil {
+					return float64(kb) / 1024
+				}
+			}
+		}
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return math.NaN()
