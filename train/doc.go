@@ -13,6 +13,12 @@
 // memory); the ledger's measured peak equals it byte for byte. Steps then
 // run without allocating.
 //
+// Language models on text (text.go): NewText plans a model of one int32
+// input of T tokens for batches of windows of T+1 bytes and its validation
+// windows, the text held in memory counted as input; FitText draws each
+// step's windows uniformly at random from (seed, step), so a resumed run
+// draws the same, and reports the validation loss in nats per byte.
+//
 // Semantics, stated where Keras or PyTorch leave a choice:
 //   - The last partial batch is trained on (Keras' default; PyTorch's
 //     drop_last=False), through its own cached plan in the same arena.

@@ -173,7 +173,7 @@ func runTrainText(o *options, f textFlags, stdout io.Writer) error {
 		}
 		saved = pp.Totals[mem.Activation] - t.Plan.Totals[mem.Activation]
 	}
-	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d seq=%d param_count=%d samples_per_sec=%.1f tokens_per_sec=%.0f steps=%d first_loss=%.4f final_loss=%.6f val_loss=%.4f val_bpb=%.4f train_s=%.2f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat=%v remat_bytes_saved=%d skipped_steps=%d optstate_bytes=%d\n",
+	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d seq=%d param_count=%d samples_per_sec=%.1f tokens_per_sec=%.0f steps=%d first_loss=%.4f final_loss=%.6f val_loss=%.4f val_bpb=%.4f train_s=%.2f test_acc=NaN planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat=%v remat_bytes_saved=%d skipped_steps=%d optstate_bytes=%d\n",
 		o.model, o.textName(), o.threads, cfg.Batch, txt.T, params, h.SamplesPerSec, h.SamplesPerSec*float64(txt.T), h.Steps,
 		h.FirstLoss, h.LastLoss, h.ValLoss, h.ValLoss/math.Ln2, h.TrainSeconds, t.Planned, h.MeasuredPeak, h.LedgerGrowth,
 		peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate), max(1, cfg.Accumulate), cfg.Remat, saved,
