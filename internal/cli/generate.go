@@ -125,7 +125,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 
 // isState reports whether a decoder's variable is its cache or state (the
 // decoder's own, not a trained weight).
-func isState(name string) bool { return strings.HasPrefix(name, "cache/") || strings.HasPrefix(name, "state/") }
+func isState(name string) bool {
+	return strings.HasPrefix(name, "cache/") || strings.HasPrefix(name, "state/")
+}
 
 func cacheName(model string) string {
 	if model == "gpt" {
