@@ -244,3 +244,32 @@ func TestRecurrentParams(t *testing.T) {
 		})
 	}
 }
+
+// TestBidirectionalStates: with return_state the forward layer's states,
+// then the backward one's, follow the merged output; with initial_state
+// they are taken in that order, and the backward layer's final state is
+// the one the reversed sequence ends in (its output at input step 0).
+func TestBidirectionalStates(t *testing.T) {
+	const B, T, in, u = 2, 3, 4, 5
+	l := &nn.Bidirectional{LayerName: "bi", Layer: lstm(u, func(l *nn.LSTM) { l.ReturnSequences, l.ReturnState, l.InitialState = true, true, true })}
+	if n := l.NumOutputs(); n != 5 {
+		t.Fatalf("NumOutputs %d, want 5 (output, forward h and c, backward h and c)", n)
+	}
+	state := tensor.Shape{B, u}
+	r := runLayer(t, l, []layerIn{{name: "x", shape: tensor.Shape{B, T, in}}, {name: "fh", shape: state}, {name: "fc", shape: state},
+		{name: "bh", shape: state}, {name: "bc", shape: state}}, tensor.Float64, 4, false)
+	r.run()
+	seq := r.get("out0") // [B, T, 2u]: forward then backward halves
+	fh, bh := r.get("out1"), r.get("out3")
+	for b := 0; b < B; b++ {
+		for j := 0; j < u; j++ {
+			if got, want := seq[(b*T+T-1)*2*u+j], fh[b*u+j]; got != want {
+				t.Fatalf("forward half at the last step %v, forward h %v", got, want)
+			}
+			if got, want := seq[(b*T+0)*2*u+u+j], bh[b*u+j]; got != want {
+				t.Fatalf("backward half at step 0 %v, backward h %v", got, want)
+			}
+		}
+	}
+	r.checkGrads()
+}
