@@ -320,10 +320,11 @@ func (a *assigner) plan() *Plan {
 			b.Start, b.End = t, t
 		}
 		for _, id := range b.Nodes {
+			def := id
 			if p, ok := a.definer[id]; ok {
-				id = p // a part is written when its definer runs
+				def = p // a part is written when its definer runs
 			}
-			if t, ok := at[id]; ok {
+			if t, ok := at[def]; ok {
 				// every instruction that defines a node of the buffer runs
 				// in its lifetime (the wait of an all-reduce writes it)
 				b.Start, b.End = min(b.Start, t), max(b.End, t)

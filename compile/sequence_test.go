@@ -131,3 +131,49 @@ func TestUnsliceAddRunsInPlace(t *testing.T) {
 		t.Errorf("%d unslice_add instructions writing %d buffers, want 15 writing one", n, len(outs))
 	}
 }
+
+// TestPartLivesUntilItsReaders: a part's buffer lives from its op's
+// instruction to its own last reader, not its op's output's.
+func TestPartLivesUntilItsReaders(t *testing.T) {
+	var o, lse, read *graph.Node
+	p, err := compile.Build(func() (*graph.Graph, compile.Options) {
+		g := graph.New()
+		s := tensor.Shape{1, 8, 2, 4}
+		q := g.Input("q", tensor.Float32, s)
+		o = graph.Attention(q, q, q, graph.AttentionOptions{})
+		lse = graph.AttentionLSE(o)
+		x := graph.ReduceSum(o) // the output's last reader
+		for i := 0; i < 4; i++ {
+			x = graph.Neg(graph.Exp(x))
+		}
+		read = graph.Mul(lse, x) // the part's, four steps later
+		return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "out", Node: graph.ReduceSum(read)}},
+			DisableFusion: true, DisableInPlace: true}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(n *graph.Node) int {
+		for i, in := range p.Instrs {
+			if in.Node == n.ID() {
+				return i
+			}
+		}
+		t.Fatalf("no instruction for %s", n)
+		return -1
+	}
+	for _, b := range p.Plan.Buffers {
+		for _, id := range b.Nodes {
+			switch id {
+			case lse.ID():
+				if b.Start != at(o) || b.End != at(read) {
+					t.Errorf("log-sum-exp lives [%d, %d], want [%d, %d]", b.Start, b.End, at(o), at(read))
+				}
+			case o.ID():
+				if b.End >= at(read) {
+					t.Errorf("the attention's output lives until %d, past its last reader", b.End)
+				}
+			}
+		}
+	}
+}
