@@ -22,5 +22,12 @@ var _ = registerRules(func() {
 		dq, dk, dv := graph.AttentionGrad(n, c.in(n, 0), c.in(n, 1), c.in(n, 2), o, lse, gy, extra...)
 		return []*graph.Node{dq, dk, dv}
 	}
+	// layer norm: the backward pass reads x, gamma and each row's mean and
+	// 1/σ (the forward's parts, kept or recomputed with it)
+	rules[graph.OpLayerNorm] = func(c *vjp, n, gy *graph.Node) []*graph.Node {
+		y := c.val(n)
+		dx, dg, db := graph.LayerNormGrad(c.in(n, 0), c.in(n, 1), c.val(graph.PartOf(y, 1)), c.val(graph.PartOf(y, 2)), gy)
+		return []*graph.Node{dx, dg, db}
+	}
 	rules[graph.OpGelu] = func(c *vjp, n, gy *graph.Node) []*graph.Node { return one(graph.GeluGrad(c.in(n, 0), gy)) }
 })

@@ -46,6 +46,12 @@ func sequenceGradCases() []gradCase {
 			return graph.Attention(x[0], x[0], x[0], graph.AttentionOptions{Causal: graph.CausalTopLeft})
 		}},
 		unary("gelu", graph.Gelu, nil),
+		{name: "layer_norm", shapes: []tensor.Shape{{3, 2, 5}, {5}, {5}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.LayerNorm(x[0], x[1], x[2], 1e-3)
+		}},
+		{name: "layer_norm/rows_of_one", shapes: []tensor.Shape{{4, 1}, {1}, {1}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.LayerNorm(x[0], x[1], x[2], 0.5) // x̂ = 0: the output is beta, the gradient of x 0
+		}},
 		{name: "slices/unslice_add", shapes: []tensor.Shape{{4, 6}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			// overlapping slices of one value: their gradients are summed in place
 			a := graph.Slice(x[0], []int{0, 0}, []int{3, 4})

@@ -77,6 +77,7 @@ type Instr struct {
 	// MaskIn and StepIn: attention's mask and step inputs (indices in In),
 	// or -1.
 	MaskIn, StepIn int
+	Eps            float64 // layer_norm: added to the variance (Rows, Cols: x as a matrix)
 }
 
 // AttnGeom is the geometry of an attention over q [B, Tq, H, D] and k, v

@@ -18,6 +18,14 @@ func init() {
 			it.Ends[i] = st + x.Shape()[i]
 		}
 	}
+	layerNorm := func(n *graph.Node, it *Instr) { // x [rows, C] first
+		x := n.Inputs()[0].Shape()
+		it.Cols = x[x.Rank()-1]
+		it.Rows = x.Size() / max(it.Cols, 1)
+		it.Eps = n.Attr().Eps
+	}
+	moreLowering[graph.OpLayerNorm] = layerNorm
+	moreLowering[graph.OpLayerNormGrad] = layerNorm
 	moreLowering[graph.OpCacheWrite] = func(n *graph.Node, it *Instr) { // cache, x, pos
 		it.InDType = n.DType()
 		it.XShape = n.Inputs()[1].Shape()

@@ -94,6 +94,7 @@ type Attr struct {
 	Scale  float64 // Attention: the scores' scale (usually 1/√D)
 	Causal Causal  // Attention: which keys a query sees besides the mask
 	Part   int     // Part: which further output of its input (1, 2, ...)
+	Eps    float64 // LayerNorm: added to the variance
 }
 
 // ID returns the node's position in the graph (inputs have smaller ids).

@@ -115,6 +115,8 @@ const (
 	OpCacheWrite    // a value written into a cache at a position read at run time
 	OpGelu          // x·Φ(x), the exact GELU, as one op (its composition keeps three times the memory)
 	OpGeluGrad      // internal
+	OpLayerNorm     // normalization over the last axis, scaled and shifted; parts 1 and 2: each row's mean and 1/σ
+	OpLayerNormGrad // internal: dx; parts 1 and 2: dgamma and dbeta
 
 	NumOps
 )
@@ -208,10 +210,12 @@ var opInfo = [NumOps]struct {
 	OpPart:          {"part", ClassOther},
 	// unslice_add and cache_write read their first input's element i before
 	// writing output element i: they may run in place over it
-	OpUnsliceAdd: {"unslice_add", ClassElementwise},
-	OpCacheWrite: {"cache_write", ClassElementwise},
-	OpGelu:       {"gelu", ClassElementwise},
-	OpGeluGrad:   {"gelu_grad", ClassElementwise},
+	OpUnsliceAdd:    {"unslice_add", ClassElementwise},
+	OpCacheWrite:    {"cache_write", ClassElementwise},
+	OpGelu:          {"gelu", ClassElementwise},
+	OpGeluGrad:      {"gelu_grad", ClassElementwise},
+	OpLayerNorm:     {"layer_norm", ClassOther},
+	OpLayerNormGrad: {"layer_norm_grad", ClassOther},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

@@ -133,7 +133,7 @@ func (o Op) NumParts() int {
 	switch o {
 	case OpAttention:
 		return 1
-	case OpAttentionGrad:
+	case OpAttentionGrad, OpLayerNorm, OpLayerNormGrad:
 		return 2
 	}
 	return 0
@@ -146,6 +146,10 @@ func partType(n *Node, i int) (tensor.DType, tensor.Shape) {
 		return n.dtype, tensor.Shape{n.shape[0], n.shape[2], n.shape[1]}
 	case OpAttentionGrad: // dk, dv: k's and v's shapes
 		return n.dtype, n.inputs[i].shape
+	case OpLayerNorm: // mean, 1/σ: one per row
+		return n.dtype, n.shape[:n.shape.Rank()-1]
+	case OpLayerNormGrad: // dgamma, dbeta: gamma's shape
+		return n.dtype, n.inputs[1].shape
 	}
 	return n.dtype, n.shape
 }
@@ -224,3 +228,37 @@ func Gelu(x *Node) *Node {
 
 // GeluGrad returns g·(Φ(x) + x·φ(x)): the gradient through Gelu at x.
 func GeluGrad(x, g *Node) *Node { return gradOp(OpGeluGrad, x, g) }
+
+// LayerNorm returns (x - μ)/√(σ² + eps)·gamma + beta over the last axis of
+// x [..., C], μ and σ² the mean and (biased) variance of each row, gamma
+// and beta [C] (Ba, Kiros and Hinton 2016), as Keras' LayerNormalization
+// and PyTorch's LayerNorm compute it. Its parts 1 and 2 are each row's μ
+// and 1/√(σ² + eps) [...], what the backward pass keeps beside x: as one
+// op it keeps two numbers a row where its composition keeps three values
+// of x's size.
+func LayerNorm(x, gamma, beta *Node, eps float64) *Node {
+	g := x.g
+	if x.dtype != tensor.Float32 && x.dtype != tensor.Float64 {
+		g.throw(OpLayerNorm, "needs float32 or float64, got %s%v", x.dtype, x.shape)
+	}
+	r := x.shape.Rank()
+	if r < 1 || !gamma.shape.Equal(tensor.Shape{x.shape[r-1]}) || !beta.shape.Equal(gamma.shape) || gamma.dtype != x.dtype || beta.dtype != x.dtype {
+		g.throw(OpLayerNorm, "gamma %s%v and beta %s%v must be [%d] of x's %s%v", gamma.dtype, gamma.shape, beta.dtype, beta.shape, x.shape[max(r-1, 0)], x.dtype, x.shape)
+	}
+	if !(eps >= 0) {
+		g.throw(OpLayerNorm, "epsilon %v must be >= 0", eps)
+	}
+	y := g.add(OpLayerNorm, x.dtype, x.shape, Attr{Eps: eps}, x, gamma, beta)
+	PartOf(y, 1)
+	PartOf(y, 2)
+	return y
+}
+
+// LayerNormGrad returns the gradients dx, dgamma and dbeta of a loss
+// through LayerNorm, given dy and the forward pass's x, gamma and parts
+// mean and rstd. dx is the node; dgamma and dbeta are its parts.
+func LayerNormGrad(x, gamma, mean, rstd, dy *Node) (dx, dgamma, dbeta *Node) {
+	sameShape(OpLayerNormGrad, x, dy)
+	dx = x.g.add(OpLayerNormGrad, x.dtype, x.shape, Attr{}, x, gamma, mean, rstd, dy)
+	return dx, PartOf(dx, 1), PartOf(dx, 2)
+}

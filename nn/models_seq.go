@@ -94,15 +94,15 @@ func (m *GPT) build(c *Context, x, pos *graph.Node, caches []*KVCache) *graph.No
 		if caches != nil {
 			a.Cache = caches[b]
 		}
-		y := c.Call(&LayerNormalization{LayerName: name + "/ln1", Epsilon: 1e-5}, h)
+		y := c.Call(&LayerNormalization{LayerName: name + "/ln1", Epsilon: 1e-5, Fused: true}, h)
 		y = c.Call(a, y)
 		h = c.Boundary(name+"/add", graph.Add(h, y), true)
-		y = c.Call(&LayerNormalization{LayerName: name + "/ln2", Epsilon: 1e-5}, h)
+		y = c.Call(&LayerNormalization{LayerName: name + "/ln2", Epsilon: 1e-5, Fused: true}, h)
 		y = c.Call(geluDense{&Dense{LayerName: name + "/mlp_in", Units: m.Hidden, KernelInit: gptInit}}, y)
 		y = c.Call(&Dense{LayerName: name + "/mlp_out", Units: m.Dim, KernelInit: gptInit}, y)
 		h = c.Boundary(name+"/add_1", graph.Add(h, y), true)
 	}
-	h = c.Call(&LayerNormalization{LayerName: "ln_f", Epsilon: 1e-5}, h)
+	h = c.Call(&LayerNormalization{LayerName: "ln_f", Epsilon: 1e-5, Fused: true}, h)
 	head := &Dense{LayerName: "head", Units: m.Vocab, KernelInit: gptInit}
 	return c.Boundary(head.Name(), head.Forward(c, h), false)
 }

@@ -48,10 +48,13 @@ func or(v, def float64) float64 {
 }
 
 // LayerNormalization normalizes each example over its last axis, with a
-// learned scale and shift.
+// learned scale and shift. With Fused it runs as one op (graph.LayerNorm):
+// the same values, and the backward pass keeps each row's mean and 1/σ
+// instead of three values of the input's size.
 type LayerNormalization struct {
 	LayerName string
 	Epsilon   float64 // zero: 1e-3 (Keras' default)
+	Fused     bool
 }
 
 func (l *LayerNormalization) Name() string { return l.LayerName }
@@ -62,6 +65,9 @@ func (l *LayerNormalization) Forward(c *Context, x *graph.Node) *graph.Node {
 	ch := tensor.Shape{x.Shape()[x.Shape().Rank()-1]}
 	gamma := c.Weight(l.LayerName+"/gamma", ch, Constant{1}, true)
 	beta := c.Weight(l.LayerName+"/beta", ch, Constant{0}, true)
+	if l.Fused {
+		return graph.LayerNorm(x, gamma, beta, eps)
+	}
 	last := x.Shape().Rank() - 1
 	mean := graph.ReduceMeanKeep(x, last)
 	centered := graph.Sub(x, mean)

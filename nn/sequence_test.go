@@ -211,3 +211,27 @@ func TestRandomNormal(t *testing.T) {
 		t.Errorf("mean %v, stddev %v; want 0.5, 0.02", mean, math.Sqrt(variance))
 	}
 }
+
+// TestFusedLayerNormalization: as one op the layer computes what its
+// composition computes, values and gradients (float64 to 1e-12, float32
+// within rounding), and its gradients match central differences.
+func TestFusedLayerNormalization(t *testing.T) {
+	in := []layerIn{{name: "x", shape: tensor.Shape{5, 8, 6}}} // 40 rows: 16 uneven chunks
+	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
+		rtol, atol := 1e-12, 1e-13
+		if dt == tensor.Float32 {
+			rtol, atol = 1e-5, 1e-6
+		}
+		fused := runLayer(t, &nn.LayerNormalization{LayerName: "ln", Epsilon: 1e-2, Fused: true}, in, dt, 8, false)
+		plain := runLayer(t, &nn.LayerNormalization{LayerName: "ln", Epsilon: 1e-2}, in, dt, 8, false)
+		fused.run()
+		plain.run()
+		testutil.RequireClose(t, "output", fused.get("out0"), plain.get("out0"), rtol, atol)
+		for _, name := range fused.names {
+			testutil.RequireClose(t, "gradient of "+name, fused.get("grad:"+name), plain.get("grad:"+name), rtol, atol)
+		}
+		if dt == tensor.Float64 {
+			fused.checkGrads()
+		}
+	}
+}

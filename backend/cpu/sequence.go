@@ -20,6 +20,28 @@ func init() {
 	moreKernels[graph.OpCacheWrite] = cacheWrite
 	moreKernels[graph.OpGelu] = func(b *Bound) error { return floatKernel(b, gelu[float32], gelu[float64]) }
 	moreKernels[graph.OpGeluGrad] = func(b *Bound) error { return floatKernel(b, gelu[float32], gelu[float64]) }
+	moreKernels[graph.OpLayerNorm] = func(b *Bound) error { return floatKernel(b, layerNorm[float32], layerNorm[float64]) }
+	moreKernels[graph.OpLayerNormGrad] = func(b *Bound) error {
+		return floatKernel(b, layerNormGrad[float32], layerNormGrad[float64])
+	}
+	moreWorkspace[graph.OpLayerNorm] = func(t *Target, it *compile.Instr) int64 {
+		n := int64(0)
+		for i := range 2 { // mean and rstd where nothing reads them
+			if missing(it, i) {
+				n += int64(it.Rows)
+			}
+		}
+		return n * int64(it.DType.Size())
+	}
+	moreWorkspace[graph.OpLayerNormGrad] = func(t *Target, it *compile.Instr) int64 {
+		n := int64(lnChunks(it.Rows)*2*it.Cols) * 8 // float64 partial sums of dgamma and dbeta
+		for i := range 2 {
+			if missing(it, i) {
+				n += int64(it.Cols * it.DType.Size())
+			}
+		}
+		return n
+	}
 	moreWorkspace[graph.OpAttention] = func(t *Target, it *compile.Instr) int64 {
 		p := attnParams(it)
 		n := int64(0)
@@ -175,4 +197,59 @@ func split(b *Bound, part func(arg any, p int)) {
 		b.splits = kernels.Threads()
 	}
 	kernels.Parallel(b.splits, part, b)
+}
+
+// lnChunks is how many parts the rows of a layer norm are split into: a
+// fixed count, not the threads', so that the gradient's partial sums, and
+// the order they are added in, never depend on the threads.
+func lnChunks(rows int) int { return max(1, min(rows, 16)) }
+
+func layerNorm[T kernels.Float](b *Bound) error {
+	b.splits = lnChunks(b.Rows)
+	kernels.Parallel(b.splits, layerNormPart[T], b)
+	return nil
+}
+
+// layerNormPart normalizes chunk p of b.splits of the rows.
+func layerNormPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	work := tensor.As[T](b.work)
+	mean := part(b, 0, b.Rows, &work)
+	rstd := part(b, 1, b.Rows, &work)
+	lo, hi := p*b.Rows/b.splits, (p+1)*b.Rows/b.splits
+	kernels.LayerNormRows(tensor.As[T](b.out), mean, rstd, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.in[2]), b.Cols, b.Eps, lo, hi)
+}
+
+// layerNormGrad reads x, gamma, mean, rstd and dy and writes dx (its
+// output), dgamma and dbeta (its parts): each chunk of rows adds its terms
+// to partial sums of its own in the workspace, which are then added up in
+// chunk order.
+func layerNormGrad[T kernels.Float](b *Bound) error {
+	b.splits = lnChunks(b.Rows)
+	C := b.Cols
+	sums := tensor.As[float64](b.work[:b.splits*2*C*8])
+	clear(sums)
+	kernels.Parallel(b.splits, layerNormGradPart[T], b)
+	rest := tensor.As[T](b.work[b.splits*2*C*8:])
+	dg := part(b, 0, C, &rest)
+	db := part(b, 1, C, &rest)
+	for j := 0; j < C; j++ {
+		var g, s float64
+		for p := 0; p < b.splits; p++ {
+			g += sums[p*2*C+j]
+			s += sums[p*2*C+C+j]
+		}
+		dg[j], db[j] = T(g), T(s)
+	}
+	return nil
+}
+
+// layerNormGradPart computes chunk p of b.splits of the rows.
+func layerNormGradPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	C := b.Cols
+	sums := tensor.As[float64](b.work[p*2*C*8 : (p+1)*2*C*8])
+	lo, hi := p*b.Rows/b.splits, (p+1)*b.Rows/b.splits
+	in := func(i int) []T { return tensor.As[T](b.in[i]) }
+	kernels.LayerNormGradRows(tensor.As[T](b.out), sums[:C], sums[C:], in(4), in(0), in(1), in(2), in(3), C, lo, hi)
 }
