@@ -113,3 +113,37 @@ func TestDecodersMatchTheModels(t *testing.T) {
 		})
 	}
 }
+
+// TestSequenceStepsAllocateNothing: a training step of each reference
+// model (attention, layer norm, gelu, the unrolled LSTM and its slices'
+// summed gradients, clipping, Adam) runs without allocating.
+func TestSequenceStepsAllocateNothing(t *testing.T) {
+	const T = 8
+	for _, tc := range []struct {
+		name  string
+		model nn.Model
+	}{{"gpt", &nn.GPT{Vocab: 16, Context: T, Dim: 8, Heads: 2, Blocks: 1, Hidden: 16}}, {"lstm", &nn.LSTMLM{Vocab: 16, Context: T, Embed: 4, Units: 4}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := step.Compile(step.Config{Model: tc.model, Target: cpu.New(2), ClipNorm: 1}, 4, step.Train, (*step.Builder).Standard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := cpu.NewEngine(2, 0)
+			defer e.Close()
+			x, err := e.Load(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			run := func() {
+				if err := x.Run(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run()
+			if n := testing.AllocsPerRun(5, run); n != 0 {
+				t.Errorf("a step allocates %v times, want 0", n)
+			}
+		})
+	}
+}

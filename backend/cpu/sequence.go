@@ -168,13 +168,39 @@ func cacheWrite(b *Bound) error {
 	return nil
 }
 
-// geluParts is the element count from which gelu and its gradient are
+// geluSplit is the element count from which gelu and its gradient are
 // split over the kernels' threads.
-const geluParts = 1 << 15
+const geluSplit = 1 << 15
 
 // gelu runs a gelu or its gradient, split over the kernels' threads when
 // large.
-func gelu[T kernels.Float](b *Bound) error { split(b, geluPart[T]); return nil }
+func gelu[T kernels.Float](b *Bound) error { split(b, geluParts); return nil }
+
+// The parts' functions are not generic: the function value of a generic
+// instantiation is a closure over its dictionary, allocated when passed on.
+func geluParts(arg any, p int) {
+	if arg.(*Bound).DType == tensor.Float32 {
+		geluPart[float32](arg, p)
+	} else {
+		geluPart[float64](arg, p)
+	}
+}
+
+func layerNormParts(arg any, p int) {
+	if arg.(*Bound).DType == tensor.Float32 {
+		layerNormPart[float32](arg, p)
+	} else {
+		layerNormPart[float64](arg, p)
+	}
+}
+
+func layerNormGradParts(arg any, p int) {
+	if arg.(*Bound).DType == tensor.Float32 {
+		layerNormGradPart[float32](arg, p)
+	} else {
+		layerNormGradPart[float64](arg, p)
+	}
+}
 
 // geluPart runs part p of b.splits of a gelu or its gradient.
 func geluPart[T kernels.Float](arg any, p int) {
@@ -193,7 +219,7 @@ func geluPart[T kernels.Float](arg any, p int) {
 // threads when there are many. It allocates nothing.
 func split(b *Bound, part func(arg any, p int)) {
 	b.splits = 1
-	if len(b.out)/b.DType.Size() >= geluParts {
+	if len(b.out)/b.DType.Size() >= geluSplit {
 		b.splits = kernels.Threads()
 	}
 	kernels.Parallel(b.splits, part, b)
@@ -206,7 +232,7 @@ func lnChunks(rows int) int { return max(1, min(rows, 16)) }
 
 func layerNorm[T kernels.Float](b *Bound) error {
 	b.splits = lnChunks(b.Rows)
-	kernels.Parallel(b.splits, layerNormPart[T], b)
+	kernels.Parallel(b.splits, layerNormParts, b)
 	return nil
 }
 
@@ -229,7 +255,7 @@ func layerNormGrad[T kernels.Float](b *Bound) error {
 	C := b.Cols
 	sums := tensor.As[float64](b.work[:b.splits*2*C*8])
 	clear(sums)
-	kernels.Parallel(b.splits, layerNormGradPart[T], b)
+	kernels.Parallel(b.splits, layerNormGradParts, b)
 	rest := tensor.As[T](b.work[b.splits*2*C*8:])
 	dg := part(b, 0, C, &rest)
 	db := part(b, 1, C, &rest)
