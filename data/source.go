@@ -59,6 +59,8 @@ type Preprocessing struct {
 	Color     string       `json:"color,omitempty"`      // images: rgb (default) or grayscale
 	Features  string       `json:"features,omitempty"`   // tfrecord: the feature spec (ParseFeatures)
 	Shape     tensor.Shape `json:"shape,omitempty"`      // one example, as fed (set by Load)
+	// Data names the training data: its path, or a built-in data set.
+	Data string `json:"data,omitempty"`
 }
 
 // Formats are the formats a Source reads.

@@ -21,14 +21,18 @@ import (
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	var o options
-	fs := newFlagSet("train", stderr)
+	fs := newFlagSet("train", stdout)
 	o.register(fs)
+	var df dataFlags
+	df.register(fs, true)
+	var kf fitFlags
+	kf.register(fs)
 	ckpt := fs.String("checkpoint-dir", "", "write a checkpoint at each epoch end to this directory")
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
 	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
 	quiet := fs.Bool("quiet", false, "print only the RESULT line")
 	maxSteps := fs.Int64("max-steps", 0, "stop after this many optimizer steps (0: run every epoch)")
-	savePath := fs.String("save", "", "write the final weights and optimizer state to this safetensors file")
+	savePath := fs.String("save", "", "write the model to this safetensors file: its weights and, in the metadata, its architecture and preprocessing (headroom predict, evaluate and export read it)")
 	rankTimeout := fs.Duration("rank-timeout", 60*time.Second, "under mpirun: how long a collective may wait for the other processes before the job fails naming the missing rank")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of training to this file (go tool pprof)")
 	strict := fs.Bool("strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
@@ -51,11 +55,18 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--checkpoint-dir: %w", err)
 		}
 	}
-	trainSet, testSet, err := o.load()
+	trainSet, testSet, pre, err := loadData(fs, &o, &df)
 	if err != nil {
 		return err
 	}
 	cfg, err := o.config(trainSet, testSet)
+	if err != nil {
+		return err
+	}
+	if err := kf.apply(&cfg, trainSet, o.lr); err != nil {
+		return err
+	}
+	stream, err := kf.stream(&cfg, trainSet, o.seed)
 	if err != nil {
 		return err
 	}
@@ -123,7 +134,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	h, err := t.Fit(trainSet)
+	h, err := fitData(t, trainSet, stream, cfg.Batch)
 	p.finish()
 	if tb != nil {
 		if cerr := tb.Close(); err == nil {
@@ -134,7 +145,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *savePath != "" { // every process takes part; rank 0 writes
-		if err := t.SaveWeights(*savePath); err != nil {
+		if err := t.SaveModel(*savePath, pre, o.registered(cfg, trainSet)); err != nil {
 			return err
 		}
 	}
@@ -147,9 +158,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	for _, l := range h.Leaks {
 		fmt.Fprintf(out, "warning: %v\n", l)
 	}
-	acc := math.NaN()
+	acc, valLoss := math.NaN(), math.NaN()
 	if n := len(h.Epochs); n > 0 {
-		acc = h.Epochs[n-1].ValAccuracy
+		acc, valLoss = h.Epochs[n-1].ValAccuracy, h.Epochs[n-1].ValLoss
 	}
 	for _, e := range h.Events {
 		fmt.Fprintf(out, "headroom: %v\n", e)
@@ -162,9 +173,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d optstate_bytes=%d allreduce_s=%.3f allreduce_wait_s=%.3f\n",
+	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d optstate_bytes=%d allreduce_s=%.3f allreduce_wait_s=%.3f val_loss=%.6f val_acc=%.4f\n",
 		o.model, o.dataset, o.threads, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
-		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate)/comm.Size(), max(1, cfg.Accumulate), saved, h.SkippedSteps, comm.Size(), t.Engine().Ledger().LiveBy(mem.OptState), h.AllReduceSeconds, h.AllReduceWaitSeconds)
+		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate)/comm.Size(), max(1, cfg.Accumulate), saved, h.SkippedSteps, comm.Size(), t.Engine().Ledger().LiveBy(mem.OptState), h.AllReduceSeconds, h.AllReduceWaitSeconds, valLoss, acc)
 	return nil
 }
 
@@ -181,8 +192,12 @@ func rematSaved(cfg train.Config, trainSet, testSet *data.Examples, t *train.Tra
 	if !cfg.Remat {
 		return 0, nil
 	}
+	evalN := 0
+	if testSet != nil {
+		evalN = testSet.N
+	}
 	cfg.Remat = false
-	plain, _, err := train.PlanFor(cfg, trainSet.N, testSet.N)
+	plain, _, err := train.PlanFor(cfg, trainSet.N, evalN)
 	if err != nil {
 		return 0, err
 	}

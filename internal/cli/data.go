@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// dataFlags are the flags that name the user's own data (train, evaluate,
+// predict, export's calibration data).
+type dataFlags struct {
+	path, format, labels, label, imageSize, color, features, rescale string
+	validationSplit                                                  float64
+	validationData, validationLabels                                 string
+}
+
+func (d *dataFlags) register(fs *flag.FlagSet, training bool) {
+	fs.StringVar(&d.path, "data", "", "your data: a CSV file, an NPY (with --labels) or NPZ file, a folder of images in class sub-folders, TFRecord files, IDX files (the format from the name, or --format)")
+	fs.StringVar(&d.format, "format", "", "the format of --data: "+strings.Join(data.Formats, ", ")+" (default: from the path)")
+	fs.StringVar(&d.labels, "labels", "", "npy or idx: the file of the labels, one per example of --data")
+	fs.StringVar(&d.label, "label", "", "csv: the label column (default \"label\", else the last column); tfrecord: the label key (default \"label\")")
+	fs.StringVar(&d.imageSize, "image-size", "", "images: resize every image to HEIGHTxWIDTH, e.g. 64x64 (bilinear, as Keras; default: as stored, all one size)")
+	fs.StringVar(&d.color, "color", "rgb", "images: rgb or grayscale")
+	fs.StringVar(&d.features, "features", "", "tfrecord: the features the model reads, key:kind[:shape],... with kind float, int64 or bytes (raw uint8) and shape like 28x28x1")
+	fs.StringVar(&d.rescale, "rescale", "", "multiply integer (uint8) data by this when it is fed, e.g. 1/255 (default: 1/255 for images and IDX, 1 otherwise)")
+	if training {
+		fs.Float64Var(&d.validationSplit, "validation-split", 0, "hold out this fraction of --data for validation: the last part after a seeded shuffle (Keras' validation_split)")
+		fs.StringVar(&d.validationData, "validation-data", "", "validate on this data set (read as --data is)")
+		fs.StringVar(&d.validationLabels, "validation-labels", "", "npy or idx: the labels of --validation-data")
+	}
+}
+
+// given reports whether the user named a data set.
+func (d *dataFlags) given() bool { return d.path != "" }
+
+// source returns the Source the flags describe.
+func (d *dataFlags) source() (*data.Source, error) {
+	s := &data.Source{Path: d.path, Labels: d.labels, Preprocessing: data.Preprocessing{Format: d.format, Label: d.label, Features: d.features}}
+	if err := d.applyTo(&s.Preprocessing); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// applyTo sets the preprocessing options given on the command line.
+func (d *dataFlags) applyTo(p *data.Preprocessing) error {
+	if d.imageSize != "" {
+		h, w, err := parseSize(d.imageSize)
+		if err != nil {
+			return err
+		}
+		p.ImageSize = [2]int{h, w}
+	}
+	switch d.color {
+	case "", "rgb", "grayscale":
+		if d.color != "" {
+			p.Color = d.color
+		}
+	default:
+		return fmt.Errorf("--color %q: want rgb or grayscale", d.color)
+	}
+	if d.rescale != "" {
+		v, err := parseFraction(d.rescale)
+		if err != nil || !(v > 0) {
+			return fmt.Errorf("--rescale %q: want a positive number such as 1/255 or 0.5", d.rescale)
+		}
+		p.Scale = v
+	}
+	return nil
+}
+
+// parseSize reads HEIGHTxWIDTH (or one number for a square).
+func parseSize(s string) (h, w int, err error) {
+	hs, ws, ok := strings.Cut(strings.ToLower(s), "x")
+	if !ok {
+		ws = hs
+	}
+	h, err1 := strconv.Atoi(strings.TrimSpace(hs))
+	w, err2 := strconv.Atoi(strings.TrimSpace(ws))
+	if err1 != nil || err2 != nil || h <= 0 || w <= 0 || h > 1<<14 || w > 1<<14 {
+		return 0, 0, fmt.Errorf("--image-size %q: want HEIGHTxWIDTH, e.g. 64x64", s)
+	}
+	return h, w, nil
+}
+
+// parseFraction reads a number or a fraction a/b.
+func parseFraction(s string) (float64, error) {
+	if a, b, ok := strings.Cut(s, "/"); ok {
+		x, err1 := strconv.ParseFloat(strings.TrimSpace(a), 64)
+		y, err2 := strconv.ParseFloat(strings.TrimSpace(b), 64)
+		if err1 != nil || err2 != nil || y == 0 {
+			return 0, errors.New("not a fraction")
+		}
+		return x / y, nil
+	}
+	return strconv.ParseFloat(strings.TrimSpace(s), 64)
+}
+
+// loadTraining reads --data (and --validation-data, or the
+// --validation-split of --data) into memory and returns the training and
+// validation sets (validation nil without either) and the preprocessing
+// the model file keeps.
+func (d *dataFlags) loadTraining(seed uint64) (trainSet, valSet *data.Examples, pre data.Preprocessing, err error) {
+	if d.validationSplit != 0 && d.validationData != "" {
+		return nil, nil, pre, errors.New("give --validation-split or --validation-data, not both")
+	}
+	if d.validationSplit < 0 || d.validationSplit >= 1 {
+		return nil, nil, pre, fmt.Errorf("--validation-split %v: want a fraction in [0, 1)", d.validationSplit)
+	}
+	src, err := d.source()
+	if err != nil {
+		return nil, nil, pre, err
+	}
+	name := filepath.Base(d.path)
+	all, err := src.Load(name)
+	if errors.Is(err, data.ErrTextFormat) {
+		return nil, nil, pre, fmt.Errorf("--data %s is text: training byte-level models on text is the sequence models' work, which this build does not have yet (train on csv, npy, npz, images, tfrecord or idx data)", d.path)
+	}
+	if err != nil {
+		return nil, nil, pre, err
+	}
+	pre = src.Preprocessing
+	trainSet = all
+	switch {
+	case d.validationSplit > 0:
+		if trainSet, valSet, err = data.SplitValidation(all, d.validationSplit, seed); err != nil {
+			return nil, nil, pre, err
+		}
+	case d.validationData != "":
+		v := &data.Source{Path: d.validationData, Labels: d.validationLabels, Preprocessing: pre}
+		v.Shape = nil
+		if valSet, err = v.Load(filepath.Base(d.validationData)); err != nil {
+			return nil, nil, pre, err
+		}
+		if !valSet.Shape.Equal(trainSet.Shape) {
+			return nil, nil, pre, fmt.Errorf("--validation-data %s has examples of shape %v, --data %v", d.validationData, valSet.Shape, trainSet.Shape)
+		}
+		if v.Classes > pre.Classes {
+			return nil, nil, pre, fmt.Errorf("--validation-data %s has labels up to %d, --data only up to %d", d.validationData, v.Classes-1, pre.Classes-1)
+		}
+		valSet.Classes = trainSet.Classes
+	}
+	return trainSet, valSet, pre, nil
+}
+
+// fashionClasses are Fashion-MNIST's class names (its labels 0 to 9), as
+// Keras' documentation lists them.
+var fashionClasses = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
+// explicit returns the flags set on the command line.
+func explicit(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// loadData returns the training and validation sets: --data's (with
+// Keras' defaults of 32 examples a batch and 1 epoch unless given), or
+// the built-in --dataset's; and the preprocessing a model file keeps.
+func loadData(fs *flag.FlagSet, o *options, d *dataFlags) (trainSet, valSet *data.Examples, pre data.Preprocessing, err error) {
+	set := explicit(fs)
+	if !d.given() {
+		for _, f := range []string{"validation-split", "validation-data", "validation-labels", "labels", "label", "format", "image-size", "features", "rescale"} {
+			if set[f] {
+				return nil, nil, pre, fmt.Errorf("--%s applies to --data, which is not given", f)
+			}
+		}
+		if trainSet, valSet, err = o.load(); err != nil {
+			return nil, nil, pre, err
+		}
+		pre = data.Preprocessing{Format: o.dataset, Classes: trainSet.Classes, Shape: trainSet.Shape.Clone(), Data: o.dataset}
+		if trainSet.Pixels != nil {
+			pre.Scale = float64(trainSet.Scale)
+		}
+		if o.dataset == "fashion-mnist" || o.dataset == "fashion" {
+			pre.ClassNames = fashionClasses
+		}
+		return trainSet, valSet, pre, nil
+	}
+	if set["dataset"] {
+		return nil, nil, pre, errors.New("give --data or --dataset, not both")
+	}
+	if !set["epochs"] {
+		o.epochs = 1
+	}
+	if !set["batch"] {
+		o.batch = 32
+	}
+	if o.batch%o.accumulate != 0 {
+		return nil, nil, pre, fmt.Errorf("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
+	}
+	o.dataset = filepath.Base(d.path)
+	trainSet, valSet, pre, err = d.loadTraining(o.seed)
+	if abs, aerr := filepath.Abs(d.path); aerr == nil {
+		pre.Data = abs
+	}
+	return trainSet, valSet, pre, err
+}
+
+// registered names the nn.NewModel call that built the run's model, kept
+// in the model file for a model whose architecture cannot be written.
+func (o *options) registered(cfg train.Config, trainSet *data.Examples) *train.Registered {
+	if o.keras != "" {
+		return nil
+	}
+	return &train.Registered{Name: o.model, Input: trainSet.Shape.Clone(), Classes: trainSet.Classes}
+}
