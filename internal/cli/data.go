@@ -195,7 +195,7 @@ func loadData(fs *flag.FlagSet, o *options, d *dataFlags) (trainSet, valSet *dat
 	if o.batch%o.accumulate != 0 {
 		return nil, nil, pre, fmt.Errorf("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}
-	o.dataset = filepath.Base(d.path)
+	o.dataset, o.userData = filepath.Base(d.path), true
 	trainSet, valSet, pre, err = d.loadTraining(o.seed)
 	if abs, aerr := filepath.Abs(d.path); aerr == nil {
 		pre.Data = abs
@@ -210,4 +210,12 @@ func (o *options) registered(cfg train.Config, trainSet *data.Examples) *train.R
 		return nil
 	}
 	return &train.Registered{Name: o.model, Input: trainSet.Shape.Clone(), Classes: trainSet.Classes}
+}
+
+// heldOut names the data set evaluated at each epoch's end.
+func (o *options) heldOut() string {
+	if o.userData {
+		return "validation"
+	}
+	return "test"
 }

@@ -30,6 +30,7 @@ type options struct {
 	accumulate                         int
 	remat                              bool
 	keras, profileDir                  string
+	userData                           bool // --data: the held-out set is validation data, not a test set
 }
 
 func (o *options) register(fs *flag.FlagSet) {

@@ -114,7 +114,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg = chosen
 	}
-	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs}
+	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs, heldOut: o.heldOut()}
 	cfg.Callbacks = append(cfg.Callbacks, p)
 
 	t, err := train.New(cfg, trainSet)
@@ -211,8 +211,8 @@ func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *dat
 	if testSet != nil {
 		n = testSet.N
 	}
-	fmt.Fprintf(w, "headroom: model %s on %s (%d train, %d test examples), batch %d, %d epochs\n",
-		o.model, o.dataset, trainSet.N, n, o.batch, o.epochs)
+	fmt.Fprintf(w, "headroom: model %s on %s (%d train, %d %s examples), batch %d, %d epochs\n",
+		o.model, o.dataset, trainSet.N, n, o.heldOut(), o.batch, o.epochs)
 	fmt.Fprintf(w, "memory plan (known before step 1): %s in total\n", mem.FormatBytes(t.Planned))
 	fmt.Fprintf(w, "  training step: params %s, grads %s, optimizer state %s, activations %s, workspace %s, inputs %s; arena %s (lower bound %s)\n",
 		mem.FormatBytes(p.Totals[mem.Param]), mem.FormatBytes(p.Totals[mem.Grad]), mem.FormatBytes(p.Totals[mem.OptState]),
@@ -241,6 +241,9 @@ type progress struct {
 	tty    bool
 	epochs int
 	bar    *progressbar.ProgressBar
+	// heldOut names the set evaluated at epoch ends: "test", or
+	// "validation" (Keras' val_loss and val_accuracy)
+	heldOut string
 }
 
 func (p *progress) OnBatchEnd(epoch, batch, batches int, loss float64) {
@@ -263,7 +266,11 @@ func (p *progress) OnEpochEnd(t *train.Trainer, l *train.EpochLog) error {
 		line += fmt.Sprintf(" accuracy %.4f", l.Accuracy)
 	}
 	if !math.IsNaN(l.ValLoss) {
-		line += fmt.Sprintf(" test_loss %.4f test_accuracy %.4f", l.ValLoss, l.ValAccuracy)
+		prefix := "test"
+		if p.heldOut == "validation" {
+			prefix = "val"
+		}
+		line += fmt.Sprintf(" %s_loss %.4f %s_accuracy %.4f", prefix, l.ValLoss, prefix, l.ValAccuracy)
 	}
 	fmt.Fprintf(p.w, "%s (%.1fs)\n", line, l.Seconds)
 	return nil
