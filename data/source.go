@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -231,75 +230,109 @@ func (s *Source) Load(name string) (*Examples, error) {
 	if s.Format == "images" {
 		files, _, _, _ = ImageFiles(s.Path, s.Unlabeled)
 	}
-	e := &Examples{Name: name, Scale: float32(s.scale())}
-	maxLabel := int32(-1)
+	c := newCollector(s, name, files)
 	for smp, err := range ds.All(context.Background(), Config{Name: "load:" + name}) {
 		if err != nil {
 			return nil, err
 		}
-		i := e.N
-		if i == 0 {
-			e.Shape = smp.X.Shape().Clone()
-			if smp.X.DType() == tensor.Uint8 {
-				e.Pixels = []uint8{}
-			} else {
-				e.Floats = []float32{}
-			}
-		} else if !smp.X.Shape().Equal(e.Shape) || (smp.X.DType() == tensor.Uint8) != (e.Pixels != nil) {
-			what := fmt.Sprintf("example %d", i)
-			if i < len(files) {
-				what = files[i]
-			}
-			hint := ""
-			if s.Format == "images" {
-				hint = " (give --image-size to resize every image to one size)"
-			}
-			return nil, fmt.Errorf("data: %s has shape %v, the first example of %s has %v%s", what, smp.X.Shape(), s.Path, e.Shape, hint)
-		}
-		if e.Pixels != nil {
-			e.Pixels = append(e.Pixels, smp.X.Uint8s()...)
-		} else {
-			for k := 0; k < smp.X.Len(); k++ {
-				e.Floats = append(e.Floats, float32(smp.X.Float64At(k)))
-			}
-		}
-		e.N++
-		if s.Unlabeled {
-			continue
-		}
-		y := smp.Y
-		switch {
-		case !y.DType().Valid():
-			return nil, fmt.Errorf("data: %s: example %d has no label", s.Path, i)
-		case y.DType().IsFloat():
-			if e.Labels != nil {
-				return nil, fmt.Errorf("data: %s: example %d has a float label after integer ones", s.Path, i)
-			}
-			for k := 0; k < y.Len(); k++ {
-				e.Targets = append(e.Targets, float32(y.Float64At(k)))
-			}
-		default:
-			if e.Targets != nil || y.Len() != 1 {
-				return nil, fmt.Errorf("data: %s: example %d has %d integer labels, want one class index per example", s.Path, i, y.Len())
-			}
-			v := y.Float64At(0)
-			if v < 0 || v > math.MaxInt32 || (s.Classes > 0 && int(v) >= s.Classes) {
-				return nil, fmt.Errorf("data: %s: label %v of example %d is not a class index%s", s.Path, v, i, classRange(s.Classes))
-			}
-			e.Labels = append(e.Labels, int32(v))
-			maxLabel = max(maxLabel, int32(v))
+		if err := c.add(smp); err != nil {
+			return nil, err
 		}
 	}
-	if e.N == 0 {
-		return nil, fmt.Errorf("data: %s holds no examples", s.Path)
+	e, err := c.done()
+	if err != nil {
+		return nil, err
 	}
-	if e.Labels != nil {
-		if s.Classes == 0 {
-			s.Classes = int(maxLabel) + 1
-		}
-		e.Classes = s.Classes
+	if e.Labels != nil && s.Classes == 0 {
+		s.Classes = e.Classes
 	}
 	s.Shape = e.Shape.Clone()
+	return e, nil
+}
+
+// collector gathers samples of a source into Examples.
+type collector struct {
+	s        *Source
+	files    []string // images: the file of each example, for errors
+	e        *Examples
+	maxLabel int32
+}
+
+func newCollector(s *Source, name string, files []string) *collector {
+	return &collector{s: s, files: files, e: &Examples{Name: name, Scale: float32(s.scale())}, maxLabel: -1}
+}
+
+// add appends a sample: features, and its label unless the source is
+// unlabeled.
+func (c *collector) add(smp Sample) error {
+	s, e := c.s, c.e
+	i := e.N
+	if i == 0 {
+		e.Shape = smp.X.Shape().Clone()
+		if smp.X.DType() == tensor.Uint8 {
+			e.Pixels = []uint8{}
+		} else {
+			e.Floats = []float32{}
+		}
+	} else if !smp.X.Shape().Equal(e.Shape) || (smp.X.DType() == tensor.Uint8) != (e.Pixels != nil) {
+		what := fmt.Sprintf("example %d", i)
+		if i < len(c.files) {
+			what = c.files[i]
+		}
+		hint := ""
+		if s.Format == "images" {
+			hint = " (give --image-size to resize every image to one size)"
+		}
+		return fmt.Errorf("data: %s has shape %v, the first example of %s has %v%s", what, smp.X.Shape(), s.Path, e.Shape, hint)
+	}
+	if e.Pixels != nil {
+		e.Pixels = append(e.Pixels, smp.X.Uint8s()...)
+	} else {
+		for k := 0; k < smp.X.Len(); k++ {
+			e.Floats = append(e.Floats, float32(smp.X.Float64At(k)))
+		}
+	}
+	e.N++
+	if s.Unlabeled {
+		return nil
+	}
+	y := smp.Y
+	switch {
+	case !y.DType().Valid():
+		return fmt.Errorf("data: %s: example %d has no label", s.Path, i)
+	case y.DType().IsFloat():
+		if e.Labels != nil {
+			return fmt.Errorf("data: %s: example %d has a float label after integer ones", s.Path, i)
+		}
+		for k := 0; k < y.Len(); k++ {
+			e.Targets = append(e.Targets, float32(y.Float64At(k)))
+		}
+	default:
+		if e.Targets != nil || y.Len() != 1 {
+			return fmt.Errorf("data: %s: example %d has %d integer labels, want one class index per example", s.Path, i, y.Len())
+		}
+		v := y.Float64At(0)
+		if v < 0 || v > math.MaxInt32 || (s.Classes > 0 && int(v) >= s.Classes) {
+			return fmt.Errorf("data: %s: label %v of example %d is not a class index%s", s.Path, v, i, classRange(s.Classes))
+		}
+		e.Labels = append(e.Labels, int32(v))
+		c.maxLabel = max(c.maxLabel, int32(v))
+	}
+	return nil
+}
+
+// done returns the examples gathered.
+func (c *collector) done() (*Examples, error) {
+	e := c.e
+	if e.N == 0 {
+		return nil, fmt.Errorf("data: %s holds no examples", c.s.Path)
+	}
+	if e.Labels != nil {
+		e.Classes = c.s.Classes
+		if e.Classes == 0 {
+			e.Classes = int(c.maxLabel) + 1
+		}
+	}
 	return e, nil
 }
 
@@ -309,6 +342,3 @@ func classRange(classes int) string {
 	}
 	return fmt.Sprintf(" in [0, %d)", classes)
 }
-
-// isEOF reports whether err ends a pass normally.
-func isEOF(err error) bool { return errors.Is(err, io.EOF) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -18,6 +19,9 @@ type dataFlags struct {
 	path, format, labels, label, imageSize, color, features, rescale string
 	validationSplit                                                  float64
 	validationData, validationLabels                                 string
+	stream                                                           bool
+	pipelineBudget                                                   string
+	streamed                                                         *data.Stream // the stream, when --data is streamed
 }
 
 func (d *dataFlags) register(fs *flag.FlagSet, training bool) {
@@ -33,6 +37,8 @@ func (d *dataFlags) register(fs *flag.FlagSet, training bool) {
 		fs.Float64Var(&d.validationSplit, "validation-split", 0, "hold out this fraction of --data for validation: the last part after a seeded shuffle (Keras' validation_split)")
 		fs.StringVar(&d.validationData, "validation-data", "", "validate on this data set (read as --data is)")
 		fs.StringVar(&d.validationLabels, "validation-labels", "", "npy or idx: the labels of --validation-data")
+		fs.BoolVar(&d.stream, "stream", false, "read --data from its files each epoch through the input pipeline (a shuffle buffer, batches, prefetch) instead of holding it in memory; automatic with --budget when the data would take more than half of it")
+		fs.StringVar(&d.pipelineBudget, "pipeline-budget", "", "with --stream: the most memory the input pipeline may hold (default: what --budget leaves, at most 64MiB; 64MiB without --budget)")
 	}
 }
 
@@ -196,6 +202,15 @@ func loadData(fs *flag.FlagSet, o *options, d *dataFlags) (trainSet, valSet *dat
 		return nil, nil, pre, fmt.Errorf("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}
 	o.dataset, o.userData = filepath.Base(d.path), true
+	if d.stream || o.budgetBytes > 0 {
+		streamed, err := d.streamTraining(o)
+		if err != nil {
+			return nil, nil, pre, err
+		}
+		if streamed != nil {
+			return streamed.train, streamed.val, streamed.pre, nil
+		}
+	}
 	trainSet, valSet, pre, err = d.loadTraining(o.seed)
 	if abs, aerr := filepath.Abs(d.path); aerr == nil {
 		pre.Data = abs
@@ -218,4 +233,81 @@ func (o *options) heldOut() string {
 		return "validation"
 	}
 	return "test"
+}
+
+// streamedData is --data read as a stream: a descriptor of the training
+// examples (no data), the validation examples and the preprocessing.
+type streamedData struct {
+	train, val *data.Examples
+	pre        data.Preprocessing
+}
+
+// streamTraining scans --data for a streamed run when --stream asks for
+// one, or when --budget is given and the data would take more than half
+// of it in memory; it returns nil when the data is to be loaded.
+func (d *dataFlags) streamTraining(o *options) (*streamedData, error) {
+	src, err := d.source()
+	if err != nil {
+		return nil, err
+	}
+	if !d.stream {
+		est, err := src.EstimateBytes()
+		if err != nil || est <= o.budgetBytes/2 {
+			return nil, err
+		}
+		d.stream = true
+	}
+	if d.validationData != "" {
+		return nil, errors.New("--stream holds out a --validation-split of --data; --validation-data is for data loaded in memory")
+	}
+	if d.validationSplit < 0 || d.validationSplit >= 1 {
+		return nil, fmt.Errorf("--validation-split %v: want a fraction in [0, 1)", d.validationSplit)
+	}
+	st := &data.Stream{Source: src, Split: d.validationSplit, Seed: o.seed}
+	if err := st.Scan(); errors.Is(err, data.ErrTextFormat) {
+		return nil, fmt.Errorf("--data %s is text: training byte-level models on text is the sequence models' work, which this build does not have yet", d.path)
+	} else if err != nil {
+		return nil, err
+	}
+	d.streamed = st
+	desc := &data.Examples{Name: filepath.Base(d.path), Shape: st.Shape.Clone(), N: st.N, Classes: src.Classes}
+	pre := src.Preprocessing
+	if abs, err := filepath.Abs(d.path); err == nil {
+		pre.Data = abs
+	}
+	return &streamedData{train: desc, val: st.Val, pre: pre}, nil
+}
+
+// inMemory returns the training set train.New holds: nil for a stream.
+func (d *dataFlags) inMemory(trainSet *data.Examples) *data.Examples {
+	if d.streamed != nil {
+		return nil
+	}
+	return trainSet
+}
+
+// minPipeline is the least budget a streamed run's input pipeline gets:
+// its file readers' buffers, a shuffle buffer, map workers' chunks and
+// the batches in flight must fit beside one another.
+const minPipeline = 8 << 20
+
+// pipelineBytes returns the input pipeline's budget of a streamed run.
+func (d *dataFlags) pipelineBytes(budget, planned int64) (int64, error) {
+	if d.pipelineBudget != "" {
+		b, err := mem.ParseBytes(d.pipelineBudget)
+		if err != nil || b < minPipeline {
+			return 0, fmt.Errorf("--pipeline-budget %q: want a size of at least %s", d.pipelineBudget, mem.FormatBytes(minPipeline))
+		}
+		return b, nil
+	}
+	if budget > 0 {
+		if left := budget - planned; left < 64<<20 {
+			if left < minPipeline {
+				return 0, fmt.Errorf("--budget %s leaves %s beside the plan's %s for the input pipeline that streams --data: it needs at least %s",
+					mem.FormatBytes(budget), mem.FormatBytes(max(left, 0)), mem.FormatBytes(planned), mem.FormatBytes(minPipeline))
+			}
+			return left, nil
+		}
+	}
+	return 64 << 20, nil
 }

@@ -279,3 +279,83 @@ func TestMalformedData(t *testing.T) {
 		})
 	}
 }
+
+// Data streamed from its files trains as data in memory does, its
+// validation split held out by content; the pipeline's memory comes on
+// top of the plan, within its budget.
+func TestTrainStreamed(t *testing.T) {
+	dir := t.TempDir()
+	_, npyX, npyY, _ := userData(t, dir)
+	// 90,000 examples of 16 features (5.5 MiB): more than half of a 10 MiB budget
+	const big = 90000
+	rng := rand.New(rand.NewPCG(3, 3))
+	var xs, ys []byte
+	for i := 0; i < big; i++ {
+		k := rng.IntN(4)
+		for j := 0; j < 16; j++ {
+			xs = binary.LittleEndian.AppendUint32(xs, math.Float32bits(float32(rng.NormFloat64()*0.5)+float32(k)*float32(j%4-1)))
+		}
+		ys = binary.LittleEndian.AppendUint64(ys, uint64(k))
+	}
+	bigX, bigY := filepath.Join(dir, "big_x.npy"), filepath.Join(dir, "big_y.npy")
+	os.WriteFile(bigX, npy("<f4", []int{big, 16}, xs), 0o644)
+	os.WriteFile(bigY, npy("<i8", []int{big}, ys), 0o644)
+	before := snapshot(t, dir)
+	for _, args := range [][]string{
+		{"--data", npyX, "--labels", npyY, "--stream", "--pipeline-budget", "8MiB", "--epochs", "10", "--batch", "16"},
+		// data that would take more than half the budget: streamed without asking
+		{"--data", bigX, "--labels", bigY, "--budget", "10MiB", "--epochs", "2", "--batch", "256"},
+	} {
+		status, stdout, stderr := run(t, append([]string{"train", "--validation-split", "0.2", "--threads", "2"}, args...)...)
+		if status != 0 {
+			t.Fatalf("train %v: status %d\n%s%s", args, status, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "input pipeline: ") {
+			t.Errorf("train %v: the run was not streamed:\n%s", args, stdout)
+		}
+		r := result(t, stdout)
+		if acc := num(t, r, "val_acc"); acc < 0.7 {
+			t.Errorf("train %v: val_acc=%v, want >= 0.7", args, acc)
+		}
+		planned, measured := integer(t, r, "planned_peak_bytes"), integer(t, r, "measured_peak_bytes")
+		if measured < planned || measured > planned+10<<20 {
+			t.Errorf("train %v: measured %d B, planned %d B: want the plan plus at most the pipeline's budget", args, measured, planned)
+		}
+		if args[len(args)-5] == "10MiB" && measured > 10<<20 {
+			t.Errorf("train %v: measured %d B, over the 10 MiB budget", args, measured)
+		}
+	}
+	sameSnapshot(t, dir, before)
+}
+
+// Keras habits as flags: augmentation, a schedule, class weights,
+// clipping and early stopping train together; bad values are refused.
+func TestKerasHabits(t *testing.T) {
+	dir := t.TempDir()
+	_, _, _, images := userData(t, dir)
+	status, stdout, stderr := run(t, "train", "--data", images, "--image-size", "8x8", "--validation-split", "0.2", "--epochs", "40", "--batch", "16",
+		"--threads", "2", "--augment", "flip,crop", "--lr-schedule", "cosine", "--class-weight", "balanced", "--clip-norm", "1", "--early-stopping-patience", "3")
+	if status != 0 {
+		t.Fatalf("status %d\n%s%s", status, stdout, stderr)
+	}
+	r := result(t, stdout)
+	if acc := num(t, r, "val_acc"); acc < 0.7 {
+		t.Errorf("val_acc=%v, want >= 0.7", acc)
+	}
+	// nothing learnt at a learning rate of 0: val_loss never improves, and
+	// patience 1 stops after the second epoch
+	status, stdout, stderr = run(t, "train", "--data", images, "--image-size", "8x8", "--validation-split", "0.2", "--epochs", "10", "--threads", "2",
+		"--lr", "0", "--early-stopping-patience", "1")
+	if status != 0 || !strings.Contains(stdout, "epoch 2/10") || strings.Contains(stdout, "epoch 3/10") {
+		t.Errorf("early stopping with patience 1 at lr 0: status %d, want two epochs:\n%s%s", status, stdout, stderr)
+	}
+	for _, tc := range []struct{ flag, value string }{
+		{"--lr-schedule", "sawtooth"}, {"--class-weight", "inverse"}, {"--augment", "rotate"}, {"--image-size", "8by8"},
+		{"--rescale", "1/0"}, {"--color", "sepia"}, {"--early-stopping-patience", "-1"},
+	} {
+		status, _, stderr := run(t, "train", "--data", images, "--image-size", "8x8", "--epochs", "1", tc.flag, tc.value)
+		if status == 0 || !strings.Contains(stderr, tc.flag) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%s %s: status %d, stderr %q: want one line naming the flag", tc.flag, tc.value, status, stderr)
+		}
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/train"
@@ -56,6 +58,9 @@ func (k *fitFlags) apply(cfg *train.Config, trainSet *data.Examples, lr float64)
 	switch k.classWeight {
 	case "":
 	case "balanced":
+		if trainSet.Labels == nil && trainSet.Pixels == nil && trainSet.Floats == nil {
+			return fmt.Errorf("--class-weight balanced needs the data in memory to count its classes, not --stream")
+		}
 		if trainSet.Labels == nil || trainSet.Classes < 2 {
 			return fmt.Errorf("--class-weight balanced needs class labels; data set %s has none", trainSet.Name)
 		}
@@ -103,6 +108,9 @@ func (k *fitFlags) stream(cfg *train.Config, trainSet *data.Examples, seed uint6
 	if aug == nil || err != nil {
 		return nil, err
 	}
+	if trainSet.Pixels == nil && trainSet.Floats == nil {
+		return nil, fmt.Errorf("--augment with data streamed from its files (--stream) is not supported: the augmentation maps examples held in memory")
+	}
 	s, err := data.NewEpochStream(trainSet, seed, aug)
 	if err != nil {
 		return nil, fmt.Errorf("--augment: %w", err)
@@ -117,13 +125,32 @@ type epochOrder struct{ s *data.EpochStream }
 func (e epochOrder) OnEpochBegin(_ *train.Trainer, epoch int)             { e.s.SetEpoch(epoch) }
 func (e epochOrder) OnEpochEnd(_ *train.Trainer, _ *train.EpochLog) error { return nil }
 
-// fitData trains on the examples in memory, or through the augmentation
-// pipeline when there is one: its buffers (a few batches) come on top of
-// the plan.
-func fitData(t *train.Trainer, trainSet *data.Examples, s *data.EpochStream, batch int) (*train.History, error) {
-	if s == nil {
+// fitData trains on the examples in memory, through the augmentation
+// pipeline when there is one, or on the stream of --data: the pipeline's
+// buffers come on top of the plan, under its own budget.
+func fitData(w io.Writer, t *train.Trainer, trainSet *data.Examples, aug *data.EpochStream, d *dataFlags, budget int64, batch int) (*train.History, error) {
+	if st := d.streamed; st != nil {
+		pb, err := d.pipelineBytes(budget, t.Planned)
+		if err != nil {
+			return nil, err
+		}
+		shuffle := streamShuffle(batch, st.Shape.Size(), pb)
+		fmt.Fprintf(w, "  input pipeline: %s read from its files each epoch (%d examples, shuffled in a buffer of %d), budget %s\n",
+			d.path, st.N, shuffle, mem.FormatBytes(pb))
+		return t.FitStream(context.Background(), st.Dataset(batch, shuffle), data.Config{Name: "stream", Budget: pb})
+	}
+	if aug == nil {
 		return t.Fit(trainSet)
 	}
 	per := int64(trainSet.Shape.Size()*4 + 4)
-	return t.FitStream(context.Background(), s.Dataset(batch), data.Config{Name: "augment", Budget: 16*int64(batch)*per + 8<<20})
+	return t.FitStream(context.Background(), aug.Dataset(batch), data.Config{Name: "augment", Budget: 16*int64(batch)*per + 8<<20})
+}
+
+// streamShuffle is the shuffle buffer of a streamed run: 64 batches, at
+// least 1024 examples, but at most a quarter of the pipeline's budget
+// (an example of d features takes its float32 block and its label's, each
+// at least 64 bytes).
+func streamShuffle(batch, d int, budget int64) int {
+	per := max(64, int64(d*4+63)&^63) + 64
+	return int(max(1, min(int64(max(1024, 64*batch)), budget/4/per)))
 }

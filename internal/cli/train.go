@@ -117,7 +117,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs, heldOut: o.heldOut()}
 	cfg.Callbacks = append(cfg.Callbacks, p)
 
-	t, err := train.New(cfg, trainSet)
+	t, err := train.New(cfg, df.inMemory(trainSet))
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	h, err := fitData(t, trainSet, stream, cfg.Batch)
+	h, err := fitData(out, t, trainSet, stream, &df, o.budgetBytes, cfg.Batch)
 	p.finish()
 	if tb != nil {
 		if cerr := tb.Close(); err == nil {
