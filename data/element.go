@@ -112,12 +112,16 @@ func opsOf[T any]() elemOps[T] {
 		o.release = any(Sample.Release).(func(T))
 		o.retain = any(Sample.Retain).(func(T))
 		o.size = any(func(s Sample) int64 { return int64(len(s.X.Bytes()) + len(s.Y.Bytes())) }).(func(T) int64)
-		o.held = any(func(s Sample) int64 { return blockBytes(s.mem[0], len(s.X.Bytes())) + blockBytes(s.mem[1], len(s.Y.Bytes())) }).(func(T) int64)
+		o.held = any(func(s Sample) int64 {
+			return blockBytes(s.mem[0], len(s.X.Bytes())) + blockBytes(s.mem[1], len(s.Y.Bytes()))
+		}).(func(T) int64)
 	case Batch:
 		o.release = any(Batch.Release).(func(T))
 		o.retain = any(Batch.Retain).(func(T))
 		o.size = any(Batch.Bytes).(func(T) int64)
-		o.held = any(func(b Batch) int64 { return blockBytes(b.mem[0], len(b.X.Bytes())) + blockBytes(b.mem[1], len(b.Y.Bytes())) }).(func(T) int64)
+		o.held = any(func(b Batch) int64 {
+			return blockBytes(b.mem[0], len(b.X.Bytes())) + blockBytes(b.mem[1], len(b.Y.Bytes()))
+		}).(func(T) int64)
 	case tensor.Tensor:
 		o.size = any(func(t tensor.Tensor) int64 { return int64(len(t.Bytes())) }).(func(T) int64)
 	case []byte:
