@@ -38,10 +38,26 @@ func TestAttention(t *testing.T) {
 }
 
 // TestAttentionSuite runs the shared suite (kerneltest) on the tiled
-// float32 kernels.
+// float32 kernels on every micro-kernel tier and row implementation this
+// CPU has, on 1 and 2 threads (under the race detector, fewer: see
+// threadCounts).
 func TestAttentionSuite(t *testing.T) {
-	kerneltest.Run(t, kerneltest.Impl{Name: "attention",
-		AttentionForward: kernels.AttentionForward[float32], AttentionBackward: kernels.AttentionBackward[float32]})
+	for ti, tier := range kernels.GemmTierNames() {
+		for ri, rows := range kernels.AttentionRowNames() {
+			if raceEnabled && ri != ti {
+				continue // under the race detector, each tier with its own row implementation
+			}
+			for _, threads := range threadCounts {
+				t.Run(fmt.Sprintf("%s/%s/%dT", tier, rows, threads), func(t *testing.T) {
+					defer kernels.UseGemmTier(tier)()
+					defer kernels.UseAttentionRows(rows)()
+					defer kernels.UseThreads(threads)()
+					kerneltest.Run(t, kerneltest.Impl{Name: "attention",
+						AttentionForward: kernels.AttentionForward[float32], AttentionBackward: kernels.AttentionBackward[float32]})
+				})
+			}
+		}
+	}
 }
 
 // TestAttentionTiers runs cases on every micro-kernel tier and row

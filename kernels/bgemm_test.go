@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/kernels/kerneltest"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -57,128 +58,22 @@ func forEachBgemmConfig(t *testing.T, f func(t *testing.T)) {
 	}
 }
 
-// bf16 returns x rounded to bfloat16, widened to float64.
-func bf16(x float32) float64 { return float64(tensor.ToBFloat16(x).Float32()) }
-
-// matMulBF16Ref returns op(a)·op(b) (+ dst0 when acc) with a and b rounded
-// to bfloat16 and the sums in float64, and the bound of each sum:
-// S[i,j] = Σ_p |op(a)[i,p]·op(b)[p,j]| (+ |dst0[i,j]| when acc).
-func matMulBF16Ref(dst0, a, b []float32, m, n, k int, ta, tb, acc bool) (want, scale []float64) {
-	// ar: op(a) rounded, [m, k]; bc: op(b) rounded and transposed, [n, k].
-	ar, bc := make([]float64, m*k), make([]float64, n*k)
-	for i := 0; i < m; i++ {
-		for p := 0; p < k; p++ {
-			if ta {
-				ar[i*k+p] = bf16(a[p*m+i])
-			} else {
-				ar[i*k+p] = bf16(a[i*k+p])
-			}
-		}
-	}
-	for j := 0; j < n; j++ {
-		for p := 0; p < k; p++ {
-			if tb {
-				bc[j*k+p] = bf16(b[j*k+p])
-			} else {
-				bc[j*k+p] = bf16(b[p*n+j])
-			}
-		}
-	}
-	want, scale = make([]float64, m*n), make([]float64, m*n)
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var s, abs float64
-			if acc {
-				s, abs = float64(dst0[i*n+j]), math.Abs(float64(dst0[i*n+j]))
-			}
-			for p, av := range ar[i*k : i*k+k] {
-				prod := av * bc[j*k+p]
-				s += prod
-				abs += math.Abs(prod)
-			}
-			want[i*n+j], scale[i*n+j] = s, abs
-		}
-	}
-	return want, scale
-}
-
-// checkBF16 compares MatMulBF16 with matMulBF16Ref on one random problem:
-// |got - want| <= 1e-5·S, the forward error bound of a float32 sum.
+// checkBF16 runs the shared suite's check of one product (kerneltest's
+// BF16 rule against the bfloat16-rounded float64 product, guards, unchanged
+// inputs) on MatMulBF16, with operands drawn from r.
 func checkBF16(t *testing.T, r *rand.Rand, m, n, k int, ta, tb, acc bool) {
 	t.Helper()
-	a, b, dst0 := randSlice(r, m*k), randSlice(r, k*n), randSlice(r, m*n)
-	want, scale := matMulBF16Ref(dst0, a, b, m, n, k, ta, tb, acc)
-	as, bs := append([]float32(nil), a...), append([]float32(nil), b...)
-	// dst sits between guards that must stay untouched.
-	const guard = 16
-	buf := make([]float32, m*n+2*guard)
-	for i := range buf {
-		buf[i] = -7
-	}
-	dst := buf[guard : guard+m*n]
-	copy(dst, dst0)
-	got := kernels.MatMulBF16(dst, a, b, m, n, k, ta, tb, acc)
-	if len(got) != len(dst) || (len(dst) > 0 && &got[0] != &dst[0]) {
-		t.Errorf("m=%d n=%d k=%d: MatMulBF16 did not return dst", m, n, k)
-		return
-	}
-	for i, v := range buf {
-		if (i < guard || i >= guard+m*n) && v != -7 {
-			t.Errorf("m=%d n=%d k=%d transA=%v transB=%v accumulate=%v: wrote %v at %d outside dst",
-				m, n, k, ta, tb, acc, v, i-guard)
-			return
-		}
-	}
-	for i := range want {
-		tol := 1e-5 * scale[i]
-		if d := math.Abs(float64(got[i]) - want[i]); !(d <= tol) {
-			t.Errorf("m=%d n=%d k=%d transA=%v transB=%v accumulate=%v: element [%d, %d]: got %v, want %v (tolerance %.3g)",
-				m, n, k, ta, tb, acc, i/n, i%n, got[i], want[i], tol)
-			return
-		}
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(as[i]) {
-			t.Errorf("m=%d n=%d k=%d: a[%d] changed: got %v, want %v", m, n, k, i, a[i], as[i])
-			return
-		}
-	}
-	for i := range b {
-		if math.Float32bits(b[i]) != math.Float32bits(bs[i]) {
-			t.Errorf("m=%d n=%d k=%d: b[%d] changed: got %v, want %v", m, n, k, i, b[i], bs[i])
-			return
-		}
-	}
+	kerneltest.CheckMatMulBF16(t, kernels.MatMulBF16, m, n, k, ta, tb, acc, r.Uint64())
 }
 
-// TestMatMulBF16Sizes compares MatMulBF16 with the reference on every
-// combination of the sizes 1, 7 and 33, and on 1023 in each dimension,
-// with every transpose variant and accumulate.
-func TestMatMulBF16Sizes(t *testing.T) {
+// TestMatMulBF16Suite runs the shared suite on MatMulBF16 on every path and
+// 1 and 2 threads: every combination of the sizes 1, 7 and 33 and 1023 in
+// each dimension, every transpose variant and accumulate, the rounding of
+// each operand (ties, overflow, NaN), the IEEE cases the packing must not
+// hide, guards around dst, and no allocation.
+func TestMatMulBF16Suite(t *testing.T) {
 	forEachBgemmConfig(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(5, 5))
-		for _, m := range []int{1, 7, 33} {
-			for _, n := range []int{1, 7, 33} {
-				for _, k := range []int{1, 7, 33} {
-					for _, v := range variants {
-						checkBF16(t, r, m, n, k, v.ta, v.tb, v.acc)
-					}
-				}
-			}
-		}
-		shapes := [][3]int{{1023, 7, 33}, {7, 1023, 33}, {33, 7, 1023}}
-		if raceEnabled {
-			shapes = [][3]int{{1023, 7, 7}, {7, 1023, 9}, {9, 7, 1023}}
-		}
-		for _, s := range shapes {
-			for _, v := range variants[:4] {
-				checkBF16(t, r, s[0], s[1], s[2], v.ta, v.tb, true)
-			}
-		}
-		if !raceEnabled {
-			v := variants[r.IntN(len(variants))]
-			checkBF16(t, r, 1023, 33, 1023, v.ta, v.tb, v.acc)
-		}
+		kerneltest.Run(t, kerneltest.Impl{Name: "bgemm", MatMulBF16: kernels.MatMulBF16})
 	})
 }
 
@@ -284,108 +179,6 @@ func TestMatMulBF16Threads(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestMatMulBF16Rounding checks that each operand is rounded to bfloat16 as
-// tensor.ToBFloat16 before it is multiplied: x·1 and 1·x must give the
-// rounded x (ties to even, NaN, ±Inf, overflow to Inf), through both
-// operands and every layout.
-func TestMatMulBF16Rounding(t *testing.T) {
-	bits := []uint32{
-		0x3f808000, // 1 + 2^-8: a tie, to even (1)
-		0x3f818000, // a tie, to even (up)
-		0x3f808001, // just above a tie: up
-		0x3f807fff, // just below a tie: down
-		0xbf818000, // negative tie
-		0x7f7fffff, // largest float32: rounds to +Inf
-		0xff7fffff, // to -Inf
-		0x7f800000, // +Inf
-		0xff800000, // -Inf
-		0x7fc00000, // quiet NaN
-		0x7f800001, // signalling NaN: stays NaN
-		0xffffffff, // NaN with every payload bit
-		0x80000000, // -0
-		0x00800000, // smallest normal
-	}
-	forEachBgemmConfig(t, func(t *testing.T) {
-		for _, u := range bits {
-			x := math.Float32frombits(u)
-			want := tensor.ToBFloat16(x).Float32()
-			for _, v := range variants[:4] {
-				for side := range 2 {
-					a, b := []float32{x}, []float32{1}
-					if side == 1 {
-						a, b = b, a
-					}
-					got := kernels.MatMulBF16(make([]float32, 1), a, b, 1, 1, 1, v.ta, v.tb, false)[0]
-					same := got == want || (math.IsNaN(float64(got)) && math.IsNaN(float64(want)))
-					if !same {
-						t.Errorf("%#08x (operand %d, transA=%v transB=%v): got %v (%#08x), want %v (%#08x)",
-							u, side, v.ta, v.tb, got, math.Float32bits(got), want, math.Float32bits(want))
-					}
-				}
-			}
-		}
-	})
-}
-
-// TestMatMulBF16SpecialValues checks IEEE behaviour the packing must not
-// hide: 0·Inf is NaN, NaN in dst is dropped without accumulate and kept
-// with it, k = 0 gives zeros (or leaves dst), and neither padding (odd k,
-// edge tiles) nor a row outside a tile leaks an Inf into dst.
-func TestMatMulBF16SpecialValues(t *testing.T) {
-	forEachBgemmConfig(t, func(t *testing.T) {
-		inf, nan := float32(math.Inf(1)), float32(math.NaN())
-		for _, tb := range []bool{false, true} {
-			got := kernels.MatMulBF16(make([]float32, 1), []float32{0, 1}, []float32{inf, 1}, 1, 1, 2, false, tb, false)
-			if !math.IsNaN(float64(got[0])) {
-				t.Errorf("[0 1]·[Inf 1]ᵀ (transB=%v): got %v, want NaN", tb, got[0])
-			}
-			// Odd k: the zero padding of the last pair meets an Inf only as 0·0.
-			got = kernels.MatMulBF16(make([]float32, 1), []float32{1, 2, 3}, []float32{4, 5, inf}, 1, 1, 3, false, tb, false)
-			if !math.IsInf(float64(got[0]), 1) {
-				t.Errorf("[1 2 3]·[4 5 Inf]ᵀ (transB=%v): got %v, want +Inf", tb, got[0])
-			}
-		}
-		if got := kernels.MatMulBF16([]float32{nan}, []float32{2}, []float32{3}, 1, 1, 1, false, false, false); got[0] != 6 {
-			t.Errorf("overwrite NaN: got %v, want 6", got[0])
-		}
-		if got := kernels.MatMulBF16([]float32{nan}, []float32{2}, []float32{3}, 1, 1, 1, false, false, true); !math.IsNaN(float64(got[0])) {
-			t.Errorf("accumulate into NaN: got %v, want NaN", got[0])
-		}
-		if got := kernels.MatMulBF16([]float32{3, 3}, nil, nil, 1, 2, 0, false, false, false); got[0] != 0 || got[1] != 0 {
-			t.Errorf("k=0: got %v, want [0 0]", got)
-		}
-		if got := kernels.MatMulBF16([]float32{3, 3}, nil, nil, 2, 1, 0, true, true, true); got[0] != 3 || got[1] != 3 {
-			t.Errorf("k=0 accumulate: got %v, want [3 3]", got)
-		}
-		// An Inf in a row of A or a column of B that is not in an element's
-		// sum must not reach it (13 rows and 33 columns: edge tiles).
-		const m, n, k = 13, 33, 5
-		a, b := make([]float32, m*k), make([]float32, k*n)
-		for i := range a {
-			a[i] = 1
-		}
-		for i := range b {
-			b[i] = 1
-		}
-		for p := 0; p < k; p++ {
-			a[(m-1)*k+p] = inf // last row of A
-			b[p*n+n-1] = inf   // last column of B
-		}
-		got := kernels.MatMulBF16(make([]float32, m*n), a, b, m, n, k, false, false, false)
-		for i := 0; i < m; i++ {
-			for j := 0; j < n; j++ {
-				want := float32(k)
-				if i == m-1 || j == n-1 {
-					want = inf
-				}
-				if got[i*n+j] != want {
-					t.Errorf("Inf in the last row and column: element [%d, %d]: got %v, want %v", i, j, got[i*n+j], want)
-				}
-			}
-		}
-	})
 }
 
 // TestMatMulBF16NoAllocs checks that a 256³ product allocates nothing

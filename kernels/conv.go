@@ -208,7 +208,7 @@ func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) [
 func conv2DInput[T Float](fn string, dx, dy, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
 	chunk := g.checkConv(fn, f, "dx", len(dx), "filter", len(filter), "dy", len(dy), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
-	if k == 0 || per == 0 {
+	if k == 0 || per == 0 || f == 0 { // f == 0: products of inner size 0, which the float32 jobs do not take
 		clear(dx)
 		return dx
 	}

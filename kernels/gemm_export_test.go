@@ -65,3 +65,11 @@ func SplitAlways() (restore func()) {
 	gemmMinFlops = 0
 	return func() { gemmMinFlops = old }
 }
+
+// UsePackFromImage turns the products that pack their A panels straight
+// from the image (Conv2D, Conv2DBackpropFilter in float32) on or off.
+func UsePackFromImage(on bool) (restore func()) {
+	old := packFromImage
+	packFromImage = on
+	return func() { packFromImage = old }
+}

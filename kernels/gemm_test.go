@@ -29,27 +29,15 @@ func forEachConfig(t *testing.T, f func(t *testing.T)) {
 }
 
 // TestSgemmSuite runs the shared suite on Sgemm as MatMul, against the
-// reference loops: odd sizes (1, 7, 33, 1023), all transpose variants, with
-// and without accumulate, guards around dst, and no allocation.
+// reference loops, on every tier and 1 and 2 threads: odd sizes (1, 7, 33,
+// 1023), all transpose variants, with and without accumulate, the IEEE
+// cases the packing must not hide (0·Inf, NaN in dst, k = 0, an Inf in an
+// edge tile's row), guards around dst, and no allocation.
 func TestSgemmSuite(t *testing.T) {
 	defer kernels.UseMatMulRef()()
 	forEachConfig(t, func(t *testing.T) {
 		kerneltest.Run(t, kerneltest.Impl{Name: "sgemm", MatMul: kernels.Sgemm})
 	})
-}
-
-// sumBound returns S[i,j] = Σ_p |op(a)[i,p]·op(b)[p,j]| (+ |dst0[i,j]| when
-// accumulating), the scale of kerneltest's closeness rule for sums.
-func sumBound(dst0, a, b []float32, m, n, k int, ta, tb, acc bool) []float32 {
-	abs := func(x []float32) []float32 {
-		y := make([]float32, len(x))
-		for i, v := range x {
-			y[i] = float32(math.Abs(float64(v)))
-		}
-		return y
-	}
-	s := abs(dst0)
-	return kernels.MatMulRef(s, abs(a), abs(b), m, n, k, ta, tb, acc)
 }
 
 func randSlice(r *rand.Rand, n int) []float32 {
@@ -60,21 +48,12 @@ func randSlice(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-// checkSgemm compares Sgemm with MatMulRef on one random problem.
+// checkSgemm runs the shared suite's check of one product (kerneltest's sum
+// rule against MatMulRef, guards, unchanged inputs) on Sgemm, with operands
+// drawn from r.
 func checkSgemm(t *testing.T, r *rand.Rand, m, n, k int, ta, tb, acc bool) {
 	t.Helper()
-	a, b, dst0 := randSlice(r, m*k), randSlice(r, k*n), randSlice(r, m*n)
-	want := kernels.MatMulRef(append([]float32(nil), dst0...), a, b, m, n, k, ta, tb, acc)
-	scale := sumBound(dst0, a, b, m, n, k, ta, tb, acc)
-	got := kernels.Sgemm(append([]float32(nil), dst0...), a, b, m, n, k, ta, tb, acc)
-	for i := range want {
-		tol := 1e-5 * math.Max(1, float64(scale[i]))
-		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol) {
-			t.Errorf("m=%d n=%d k=%d transA=%v transB=%v accumulate=%v: element [%d, %d]: got %v, want %v (tolerance %.3g)",
-				m, n, k, ta, tb, acc, i/n, i%n, got[i], want[i], tol)
-			return
-		}
-	}
+	kerneltest.CheckMatMul(t, kernels.Sgemm, m, n, k, ta, tb, acc, r.Uint64())
 }
 
 // TestSgemmRandom compares Sgemm with MatMulRef on random shapes, every
@@ -116,40 +95,6 @@ var variants = func() (v []struct{ ta, tb, acc bool }) {
 	}
 	return v
 }()
-
-// TestSgemmSpecialValues checks IEEE behaviour the packing must not hide:
-// 0·Inf is NaN, NaN in dst is dropped without accumulate and kept with it,
-// k = 0 gives zeros (or leaves dst), and padding never leaks into dst.
-func TestSgemmSpecialValues(t *testing.T) {
-	forEachConfig(t, func(t *testing.T) {
-		inf, nan := float32(math.Inf(1)), float32(math.NaN())
-		for _, tb := range []bool{false, true} {
-			got := kernels.Sgemm(make([]float32, 1), []float32{0, 1}, []float32{inf, 1}, 1, 1, 2, false, tb, false)
-			if !math.IsNaN(float64(got[0])) {
-				t.Errorf("[0 1]·[Inf 1]ᵀ (transB=%v): got %v, want NaN", tb, got[0])
-			}
-		}
-		if got := kernels.Sgemm([]float32{nan}, []float32{2}, []float32{3}, 1, 1, 1, false, false, false); got[0] != 6 {
-			t.Errorf("overwrite NaN: got %v, want 6", got[0])
-		}
-		if got := kernels.Sgemm([]float32{nan}, []float32{2}, []float32{3}, 1, 1, 1, false, false, true); !math.IsNaN(float64(got[0])) {
-			t.Errorf("accumulate into NaN: got %v, want NaN", got[0])
-		}
-		if got := kernels.Sgemm([]float32{3, 3}, nil, nil, 1, 2, 0, false, false, false); got[0] != 0 || got[1] != 0 {
-			t.Errorf("k=0: got %v, want [0 0]", got)
-		}
-		if got := kernels.Sgemm([]float32{3, 3}, nil, nil, 2, 1, 0, true, true, true); got[0] != 3 || got[1] != 3 {
-			t.Errorf("k=0 accumulate: got %v, want [3 3]", got)
-		}
-		// An Inf in a row of A that is not in dst's tile must not reach it.
-		a := []float32{1, 1, inf, inf} // [2, 2]
-		b := []float32{1, 2, 3, 4}     // [2, 2]
-		got := kernels.Sgemm(make([]float32, 4), a, b, 2, 2, 2, false, false, false)
-		if got[0] != 4 || got[1] != 6 || !math.IsInf(float64(got[2]), 1) {
-			t.Errorf("rows with Inf: got %v, want [4 6 +Inf +Inf]", got)
-		}
-	})
-}
 
 // TestSgemmNoAllocs checks that a 512³ product allocates nothing after the
 // first call, on 1 and 2 threads and every tier.

@@ -99,7 +99,6 @@ func (s packSize) floats() int {
 	return roundUp(s.a, 16) + roundUp(s.b, 16) + gemmMaxMR*gemmMaxNR
 }
 
-
 // packNeed returns what one thread of an m×k by k×n product on tier and
 // blk packs at most: blockSize gives blocks of at most the block size
 // rounded to the tile, and never more than the whole product rounded so.

@@ -253,8 +253,8 @@ func (p *gemmPool) work(w *gemmWorker, seen uint64) {
 // yet, or has preempted) costs at most the region it holds: the others take
 // the rest.
 func (p *gemmPool) runRegions(t int, gen uint64) {
-	ws := &p.cur[t]
-	slot := -1 // this thread's slot in the current job, taken at its first region
+	var ws *gemmWorkspace // read after the first claim: p.cur may be resized between products
+	slot := -1            // this thread's slot in the current job, taken at its first region
 	for {
 		v := p.claim.Load()
 		regions, next := int(v>>16&0xffff), int(v&0xffff)
@@ -264,9 +264,12 @@ func (p *gemmPool) runRegions(t int, gen uint64) {
 		if !p.claim.CompareAndSwap(v, v+1) {
 			continue
 		}
-		// The claim orders this read of call after the caller's write of
-		// it, and the caller does not touch call again before done reaches
-		// regions.
+		// The claim orders this read of call (and of cur) after the
+		// caller's write of it, and the caller does not touch call again
+		// before done reaches regions.
+		if ws == nil {
+			ws = &p.cur[t]
+		}
 		if job := p.job; job != nil {
 			if slot < 0 {
 				slot = int(job.slots.Add(1)) - 1

@@ -23,6 +23,14 @@ type Config struct {
 	Batch     int
 	Seed      uint64
 	Budget    int64 // bytes; <= 0: no budget
+	// InputBudget is the input pipeline's budget of a run planned for a
+	// stream (New with no data set; FitStream): counted in the plan as
+	// input, the most the pipeline may hold. FitStream uses it when its
+	// data.Config has no budget.
+	InputBudget int64
+	// BudgetSource says where Budget came from, for reports ("--budget
+	// 100MiB", "the container's memory limit (...) of 200.00 MiB ...").
+	BudgetSource string
 	// EvalBatch is the batch size of evaluation (0: Batch).
 	EvalBatch int
 	// Validation, when set, is evaluated at the end of each epoch.
@@ -33,6 +41,19 @@ type Config struct {
 	CheckpointDir   string
 	Resume          bool
 	KeepCheckpoints int // 0: keep 3
+	// CheckpointEvery > 0 also writes a checkpoint every that many
+	// optimizer steps, at the exact position in the epoch: a resumed run
+	// continues from there bit for bit.
+	CheckpointEvery int64
+	// Interrupt, when it fires (a receive succeeds), makes Fit finish the
+	// step in progress, write a checkpoint of where it stands (with
+	// CheckpointDir) and return an *Interrupted: how a SIGTERM from a job
+	// scheduler stops a run without losing it.
+	Interrupt <-chan struct{}
+	// Log, when set, receives the trainer's own messages as they happen:
+	// which checkpoint a resume starts from and which damaged ones it
+	// passed over, re-plans under a lowered budget.
+	Log func(msg string)
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
 	// Threads is how many threads the step's kernels are planned for (0:

@@ -38,7 +38,7 @@ func (d *dataFlags) register(fs *flag.FlagSet, training bool) {
 		fs.StringVar(&d.validationData, "validation-data", "", "validate on this data set (read as --data is)")
 		fs.StringVar(&d.validationLabels, "validation-labels", "", "npy or idx: the labels of --validation-data")
 		fs.BoolVar(&d.stream, "stream", false, "read --data from its files each epoch through the input pipeline (a shuffle buffer, batches, prefetch) instead of holding it in memory; automatic with --budget when the data would take more than half of it")
-		fs.StringVar(&d.pipelineBudget, "pipeline-budget", "", "with --stream: the most memory the input pipeline may hold (default: what --budget leaves, at most 64MiB; 64MiB without --budget)")
+		fs.StringVar(&d.pipelineBudget, "pipeline-budget", "", "with --stream: the most memory the input pipeline may hold, counted in the plan (default 16MiB)")
 	}
 }
 
@@ -166,29 +166,35 @@ func explicit(fs *flag.FlagSet) map[string]bool {
 	return set
 }
 
-// loadData returns the training and validation sets: --data's (with
-// Keras' defaults of 32 examples a batch and 1 epoch unless given), or
-// the built-in --dataset's; and the preprocessing a model file keeps.
+// unused refuses flags of --data when it is not given.
+func (d *dataFlags) unused(fs *flag.FlagSet) error {
+	set := explicit(fs)
+	for _, f := range []string{"validation-split", "validation-data", "validation-labels", "labels", "label", "format", "image-size", "features", "rescale", "stream", "pipeline-budget"} {
+		if set[f] {
+			return fmt.Errorf("--%s applies to --data, which is not given", f)
+		}
+	}
+	return nil
+}
+
+// builtinPreprocessing describes a built-in data set for the model file.
+func builtinPreprocessing(o *options, trainSet *data.Examples) data.Preprocessing {
+	pre := data.Preprocessing{Format: o.dataset, Classes: trainSet.Classes, Shape: trainSet.Shape.Clone(), Data: o.dataset}
+	if trainSet.Pixels != nil || trainSet.Scale != 0 {
+		pre.Scale = float64(trainSet.Scale)
+	}
+	if o.dataset == "fashion-mnist" || o.dataset == "fashion" {
+		pre.ClassNames = fashionClasses
+	}
+	return pre
+}
+
+// loadData returns the training and validation sets of --data (with
+// Keras' defaults of 32 examples a batch and 1 epoch unless given) and
+// the preprocessing a model file keeps: in memory, or described for a
+// stream (see streamTraining).
 func loadData(fs *flag.FlagSet, o *options, d *dataFlags) (trainSet, valSet *data.Examples, pre data.Preprocessing, err error) {
 	set := explicit(fs)
-	if !d.given() {
-		for _, f := range []string{"validation-split", "validation-data", "validation-labels", "labels", "label", "format", "image-size", "features", "rescale"} {
-			if set[f] {
-				return nil, nil, pre, fmt.Errorf("--%s applies to --data, which is not given", f)
-			}
-		}
-		if trainSet, valSet, err = o.load(); err != nil {
-			return nil, nil, pre, err
-		}
-		pre = data.Preprocessing{Format: o.dataset, Classes: trainSet.Classes, Shape: trainSet.Shape.Clone(), Data: o.dataset}
-		if trainSet.Pixels != nil {
-			pre.Scale = float64(trainSet.Scale)
-		}
-		if o.dataset == "fashion-mnist" || o.dataset == "fashion" {
-			pre.ClassNames = fashionClasses
-		}
-		return trainSet, valSet, pre, nil
-	}
 	if set["dataset"] {
 		return nil, nil, pre, errors.New("give --data or --dataset, not both")
 	}
@@ -202,14 +208,12 @@ func loadData(fs *flag.FlagSet, o *options, d *dataFlags) (trainSet, valSet *dat
 		return nil, nil, pre, fmt.Errorf("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}
 	o.dataset, o.userData = filepath.Base(d.path), true
-	if d.stream || o.budgetBytes > 0 {
-		streamed, err := d.streamTraining(o)
-		if err != nil {
-			return nil, nil, pre, err
-		}
-		if streamed != nil {
-			return streamed.train, streamed.val, streamed.pre, nil
-		}
+	streamed, err := d.streamTraining(o)
+	if err != nil {
+		return nil, nil, pre, err
+	}
+	if streamed != nil {
+		return streamed.train, streamed.val, streamed.pre, nil
 	}
 	trainSet, valSet, pre, err = d.loadTraining(o.seed)
 	if abs, aerr := filepath.Abs(d.path); aerr == nil {
@@ -243,17 +247,22 @@ type streamedData struct {
 }
 
 // streamTraining scans --data for a streamed run when --stream asks for
-// one, or when --budget is given and the data would take more than half
-// of it in memory; it returns nil when the data is to be loaded.
+// one, or when the data would take more than half of the run's budget in
+// memory (--budget, else the limit the process lives under); it returns
+// nil when the data is to be loaded.
 func (d *dataFlags) streamTraining(o *options) (*streamedData, error) {
 	src, err := d.source()
 	if err != nil {
 		return nil, err
 	}
 	if !d.stream {
+		budget, _ := o.effectiveBudget()
+		if budget <= 0 {
+			return nil, nil
+		}
 		est, err := src.EstimateBytes()
-		if err != nil || est <= o.budgetBytes/2 {
-			return nil, err
+		if err != nil || est <= budget/2 {
+			return nil, nil // Load reports a bad path
 		}
 		d.stream = true
 	}
@@ -291,23 +300,15 @@ func (d *dataFlags) inMemory(trainSet *data.Examples) *data.Examples {
 // the batches in flight must fit beside one another.
 const minPipeline = 8 << 20
 
-// pipelineBytes returns the input pipeline's budget of a streamed run.
-func (d *dataFlags) pipelineBytes(budget, planned int64) (int64, error) {
-	if d.pipelineBudget != "" {
-		b, err := mem.ParseBytes(d.pipelineBudget)
-		if err != nil || b < minPipeline {
-			return 0, fmt.Errorf("--pipeline-budget %q: want a size of at least %s", d.pipelineBudget, mem.FormatBytes(minPipeline))
-		}
-		return b, nil
+// pipelineBytes returns the input pipeline's budget of a streamed run,
+// which its plan counts (train.Config.InputBudget).
+func (d *dataFlags) pipelineBytes() (int64, error) {
+	if d.pipelineBudget == "" {
+		return pipelineBudget, nil
 	}
-	if budget > 0 {
-		if left := budget - planned; left < 64<<20 {
-			if left < minPipeline {
-				return 0, fmt.Errorf("--budget %s leaves %s beside the plan's %s for the input pipeline that streams --data: it needs at least %s",
-					mem.FormatBytes(budget), mem.FormatBytes(max(left, 0)), mem.FormatBytes(planned), mem.FormatBytes(minPipeline))
-			}
-			return left, nil
-		}
+	b, err := mem.ParseBytes(d.pipelineBudget)
+	if err != nil || b < minPipeline {
+		return 0, fmt.Errorf("--pipeline-budget %q: want a size of at least %s", d.pipelineBudget, mem.FormatBytes(minPipeline))
 	}
-	return 64 << 20, nil
+	return b, nil
 }

@@ -126,14 +126,10 @@ func (e epochOrder) OnEpochBegin(_ *train.Trainer, epoch int)             { e.s.
 func (e epochOrder) OnEpochEnd(_ *train.Trainer, _ *train.EpochLog) error { return nil }
 
 // fitData trains on the examples in memory, through the augmentation
-// pipeline when there is one, or on the stream of --data: the pipeline's
-// buffers come on top of the plan, under its own budget.
-func fitData(w io.Writer, t *train.Trainer, trainSet *data.Examples, aug *data.EpochStream, d *dataFlags, budget int64, batch int) (*train.History, error) {
+// pipeline when there is one, or on the stream of --data under the
+// pipeline budget pb (which the plan counts).
+func fitData(w io.Writer, t *train.Trainer, trainSet *data.Examples, aug *data.EpochStream, d *dataFlags, batch int, pb int64) (*train.History, error) {
 	if st := d.streamed; st != nil {
-		pb, err := d.pipelineBytes(budget, t.Planned)
-		if err != nil {
-			return nil, err
-		}
 		shuffle := streamShuffle(batch, st.Shape.Size(), pb)
 		fmt.Fprintf(w, "  input pipeline: %s read from its files each epoch (%d examples, shuffled in a buffer of %d), budget %s\n",
 			d.path, st.N, shuffle, mem.FormatBytes(pb))

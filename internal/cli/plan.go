@@ -33,7 +33,9 @@ type planReport struct {
 	ArenaBytes        int64        `json:"arena_bytes"`
 	LowerBoundBytes   int64        `json:"arena_lower_bound_bytes"`
 	PeakBytes         int64        `json:"peak_bytes"`
-	BudgetBytes       int64        `json:"budget_bytes,omitempty"`
+	BudgetBytes       int64        `json:"budget_bytes,omitempty"`      // --budget: the whole process's
+	PlanBudgetBytes   int64        `json:"plan_budget_bytes,omitempty"` // what the plan may reserve under it (or under the limit the process lives under)
+	BudgetSource      string       `json:"budget_source,omitempty"`
 	MaxBatchForBudget *int         `json:"max_batch_for_budget,omitempty"`
 	StepBatch         int          `json:"step_batch,omitempty"`     // set when --batch exceeds the training set: a step holds all of it
 	PrecisionNote     string       `json:"precision_note,omitempty"` // a 16-bit policy that keeps float32's layout, and why
@@ -116,13 +118,16 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if trainN > 0 && o.batch > trainN {
 		r.StepBatch = trainN // as in Keras, one partial batch holds the whole set
 	}
+	if budget, source := o.effectiveBudget(); budget > 0 {
+		r.PlanBudgetBytes, r.BudgetSource = budget, source
+	}
 	if o.budgetBytes > 0 {
 		r.BudgetBytes = o.budgetBytes
 		limit := trainN
 		if o.keras != "" {
 			limit = 1 << 16
 		}
-		fit, err := train.MaxBatch(cfg, trainN, evalN, dataBytes, o.budgetBytes, limit)
+		fit, err := train.MaxBatch(cfg, trainN, evalN, dataBytes, r.PlanBudgetBytes, limit)
 		if err != nil {
 			return err
 		}
@@ -221,6 +226,13 @@ func printReport(w io.Writer, r *planReport) {
 	fmt.Fprintf(w, "  %-24s %12s %12s %12s %12s\n", "layer", "params", "optstate", "activation", "other")
 	for _, l := range r.Layers {
 		fmt.Fprintf(w, "  %-24s %12d %12d %12d %12d\n", l.Layer, l.Params, l.OptState, l.Activation, l.Other)
+	}
+	if r.PlanBudgetBytes > 0 {
+		fmt.Fprintf(w, "budget for the plan %s (%s)", fb(r.PlanBudgetBytes), r.BudgetSource)
+		if r.PlanBudgetBytes < r.PeakBytes {
+			fmt.Fprintf(w, ": this plan does not fit")
+		}
+		fmt.Fprintln(w)
 	}
 	if r.MaxBatchForBudget != nil {
 		if *r.MaxBatchForBudget > 0 {

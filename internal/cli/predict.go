@@ -26,7 +26,8 @@ type inferFlags struct {
 	batch, micro      int
 	threads           int
 	budget            string
-	budgetBytes       int64
+	budgetBytes       int64 // --budget: the whole process's
+	planBudget        int64 // what the plan may reserve of it (or of the process's limit)
 	pipelineBudget    string
 	pipelineBudgetVal int64
 	df                dataFlags
@@ -37,7 +38,7 @@ func (f *inferFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.batch, "batch", 128, "examples read at once (Keras' batch_size)")
 	fs.IntVar(&f.micro, "micro-batch", 32, "examples one run of the inference step computes: a batch runs as several (same outputs, a fraction of the memory); 0: the whole batch")
 	fs.IntVar(&f.threads, "threads", defaultThreads(), "threads for kernels")
-	fs.StringVar(&f.budget, "budget", "", "memory budget, e.g. 64MiB: fail before the first batch if the plan does not fit")
+	fs.StringVar(&f.budget, "budget", "", "the process's memory budget, e.g. 128MiB (default: the limit it lives under): fail before the first batch if the plan does not fit")
 	fs.StringVar(&f.pipelineBudget, "pipeline-budget", "", "most memory the input pipeline may hold (default: 16 batches of examples, at least 8MiB)")
 	f.df.register(fs, false)
 }
@@ -61,6 +62,13 @@ func (f *inferFlags) parse(fs *flag.FlagSet, args []string) error {
 		if f.budgetBytes, err = mem.ParseBytes(f.budget); err != nil || f.budgetBytes <= 0 {
 			return fmt.Errorf("--budget %q: want a size such as 64MiB", f.budget)
 		}
+	}
+	pb, err := newProcessBudget(f.budgetBytes, f.budget)
+	switch {
+	case err == nil:
+		f.planBudget = pb.plan
+	case f.budgetBytes > 0:
+		return err
 	}
 	if f.pipelineBudget != "" {
 		if f.pipelineBudgetVal, err = mem.ParseBytes(f.pipelineBudget); err != nil || f.pipelineBudgetVal <= 0 {
@@ -107,7 +115,7 @@ func (f *inferFlags) open(w io.Writer, command string, src *data.Source, mf *tra
 		return nil, none, data.Config{}, err
 	}
 	p, err := train.NewPredictor(train.PredictConfig{Model: mf.Model, Weights: mf.Weight, Batch: f.batch, MicroBatch: f.micro,
-		Evaluate: evaluate, Loss: mf.Loss, Scale: src.ScaleOrDefault(), Threads: f.threads, Budget: f.budgetBytes})
+		Evaluate: evaluate, Loss: mf.Loss, Scale: src.ScaleOrDefault(), Threads: f.threads, Budget: f.planBudget})
 	if err != nil {
 		return nil, none, data.Config{}, err
 	}
@@ -128,8 +136,8 @@ func (f *inferFlags) open(w io.Writer, command string, src *data.Source, mf *tra
 		step = "evaluation step"
 	}
 	fmt.Fprintf(w, "  %s: %s\n", step, p.Describe())
-	if f.budgetBytes > 0 {
-		fmt.Fprintf(w, "  budget %s: %s to spare\n", mem.FormatBytes(f.budgetBytes), mem.FormatBytes(f.budgetBytes-p.Planned))
+	if f.planBudget > 0 {
+		fmt.Fprintf(w, "  budget %s for the plan: %s to spare\n", mem.FormatBytes(f.planBudget), mem.FormatBytes(f.planBudget-p.Planned-dcfg.Budget))
 	}
 	return p, data.Batches(ds, f.batch, false).Prefetch(2), dcfg, nil
 }

@@ -23,6 +23,15 @@ func testAllocs(t *testing.T, impl Impl) {
 	ap, aq, ak, av, ado := attnInputs(16, attnCase{b: 1, tq: 9, tk: 33, h: 2, d: 8, causal: true, mask: true, rate: 0.1})
 	ao, alse, adq, adk, adv := make([]float32, len(aq)), make([]float32, 2*9), make([]float32, len(aq)), make([]float32, len(ak)), make([]float32, len(ak))
 	awork := attnWorkspace(ap)
+	// pooling and convolution: same padding, stride 2 down the rows, 16
+	// channels (the vector loops where there are some)
+	pg := kernels.NewConvGeom(2, 7, 6, 16, 3, 2, 2, 1, true)
+	const pf = 5
+	px, pdx := uniform(r, pg.N*pg.H*pg.W*pg.C, -1, 1), make([]float32, pg.N*pg.H*pg.W*pg.C)
+	py, pdy := make([]float32, pg.N*pg.OH*pg.OW*pg.C), uniform(r, pg.N*pg.OH*pg.OW*pg.C, -1, 1)
+	cfilt, cdfilt := uniform(r, pg.KH*pg.KW*pg.C*pf, -1, 1), make([]float32, pg.KH*pg.KW*pg.C*pf)
+	cy, cdy := make([]float32, pg.N*pg.OH*pg.OW*pf), uniform(r, pg.N*pg.OH*pg.OW*pf, -1, 1)
+	cwork := make([]float32, pg.Im2ColSize(2))
 
 	calls := []struct {
 		name string
@@ -54,6 +63,18 @@ func testAllocs(t *testing.T, impl Impl) {
 		{"SoftmaxCrossEntropy", impl.SoftmaxCrossEntropy != nil, func() { impl.SoftmaxCrossEntropy(rowv, x, labels, rows, cols) }},
 		{"SoftmaxCrossEntropyGrad", impl.SoftmaxCrossEntropyGrad != nil, func() { impl.SoftmaxCrossEntropyGrad(dst, x, labels, rowv, rows, cols) }},
 		{"Transpose", impl.Transpose != nil, func() { impl.Transpose(dst, x, shape, perm) }},
+		{"MatMulBF16", impl.MatMulBF16 != nil, func() { impl.MatMulBF16(dst[:rows*rows], x, y, rows, rows, cols, false, true, false) }},
+		{"MaxPool2D", impl.MaxPool2D != nil, func() { impl.MaxPool2D(py, px, pg) }},
+		{"MaxPool2DGrad", impl.MaxPool2DGrad != nil, func() { impl.MaxPool2DGrad(pdx, px, pdy, pg) }},
+		{"MaxPool2DReluGrad", impl.MaxPool2DReluGrad != nil, func() { impl.MaxPool2DReluGrad(pdx, px, pdy, pg) }},
+		{"AvgPool2D", impl.AvgPool2D != nil, func() { impl.AvgPool2D(py, px, pg) }},
+		{"AvgPool2DGrad", impl.AvgPool2DGrad != nil, func() { impl.AvgPool2DGrad(pdx, pdy, pg) }},
+		{"Conv2D", impl.Conv2D != nil, func() { impl.Conv2D(cy, px, cfilt, cwork, pg, pf) }},
+		{"Conv2DBackpropInput", impl.Conv2DBackpropInput != nil, func() { impl.Conv2DBackpropInput(pdx, cdy, cfilt, cwork, pg, pf) }},
+		{"Conv2DBackpropFilter", impl.Conv2DBackpropFilter != nil, func() { impl.Conv2DBackpropFilter(cdfilt, px, cdy, cwork, pg, pf) }},
+		{"Conv2DBF16", impl.Conv2DBF16 != nil, func() { impl.Conv2DBF16(cy, px, cfilt, cwork, pg, pf) }},
+		{"Conv2DBackpropInputBF16", impl.Conv2DBackpropInputBF16 != nil, func() { impl.Conv2DBackpropInputBF16(pdx, cdy, cfilt, cwork, pg, pf) }},
+		{"Conv2DBackpropFilterBF16", impl.Conv2DBackpropFilterBF16 != nil, func() { impl.Conv2DBackpropFilterBF16(cdfilt, px, cdy, cwork, pg, pf) }},
 		{"Float32ToBF16", impl.Float32ToBF16 != nil, func() { impl.Float32ToBF16(bf, x) }},
 		{"BF16ToFloat32", impl.BF16ToFloat32 != nil, func() { impl.BF16ToFloat32(dst, bf) }},
 		{"Float32ToF16", impl.Float32ToF16 != nil, func() { impl.Float32ToF16(hf, x) }},

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -117,9 +118,12 @@ func testReduce(t *testing.T, f, ref ReduceFunc, refs Impl, isMax bool) {
 	}
 }
 
+// testSumRows runs f on matrices with 1, 7, 33 and 1023 columns (whole
+// and partial blocks of sixteen), 67×1023 large enough to split over the
+// worker pool, and empty ones.
 func testSumRows(t *testing.T, f, ref RowsFunc) {
 	r := newRand(8)
-	for _, c := range [][2]int{{1, 1}, {7, 33}, {33, 7}, {1023, 7}, {33, 1023}, {0, 5}, {5, 0}} {
+	for _, c := range [][2]int{{1, 1}, {7, 33}, {33, 7}, {1023, 7}, {33, 1023}, {67, 1023}, {0, 5}, {5, 0}} {
 		rows, cols := c[0], c[1]
 		where := name("%dx%d", rows, cols)
 		x := uniform(r, rows*cols, -2, 2)
@@ -139,30 +143,44 @@ var matMulShapes = [][3]int{
 	{1023, 7, 7}, {1, 1023, 7}, {5, 9, 17}, {2, 3, 0}, {0, 3, 2}, {3, 0, 2},
 }
 
-func testMatMul(t *testing.T, f, ref MatMulFunc) {
-	r := newRand(9)
+func testMatMul(t *testing.T, f MatMulFunc) {
+	seed := uint64(900)
 	for _, s := range matMulShapes {
-		m, n, k := s[0], s[1], s[2]
 		for _, ta := range []bool{false, true} {
 			for _, tb := range []bool{false, true} {
 				for _, acc := range []bool{false, true} {
-					where := name("m=%d n=%d k=%d transA=%v transB=%v accumulate=%v", m, n, k, ta, tb, acc)
-					a, b := uniform(r, m*k, -1, 1), uniform(r, k*n, -1, 1)
-					dst0 := uniform(r, m*n, -1, 1)
-					want := clone(dst0)
-					ref(want, a, b, m, n, k, ta, tb, acc)
-					scale := abs(dst0)
-					ref(scale, abs(a), abs(b), m, n, k, ta, tb, acc)
-
-					o, as, bs := newOut32(m*n), clone(a), clone(b)
-					copy(o.dst(), dst0)
-					got := f(o.dst(), a, b, m, n, k, ta, tb, acc)
-					o.check(t, where, got)
-					unchanged(t, where, "a", as, a)
-					unchanged(t, where, "b", bs, b)
-					compare(t, where, got, want, widen(scale))
+					seed++
+					CheckMatMul(t, f, s[0], s[1], s[2], ta, tb, acc, seed)
 				}
 			}
 		}
 	}
+	testMatMulSpecial(t, f)
+}
+
+// CheckMatMul runs f (MatMul) on one problem, op(a): [m, k], op(b): [k, n],
+// with a, b and dst drawn from seed in [-1, 1), and checks it under the sum
+// rule against the reference loops (kernels.MatMulRef); that it returns
+// dst, writes nothing outside it, and leaves a and b unchanged. The suite
+// runs it on its shapes; a test can run it on shapes of its own (random,
+// fuzzed).
+func CheckMatMul(t *testing.T, f MatMulFunc, m, n, k int, transA, transB, accumulate bool, seed uint64) {
+	t.Helper()
+	ref := kernels.MatMulRef[float32]
+	r := newRand(seed)
+	where := name("m=%d n=%d k=%d transA=%v transB=%v accumulate=%v", m, n, k, transA, transB, accumulate)
+	a, b := uniform(r, m*k, -1, 1), uniform(r, k*n, -1, 1)
+	dst0 := uniform(r, m*n, -1, 1)
+	want := clone(dst0)
+	ref(want, a, b, m, n, k, transA, transB, accumulate)
+	scale := abs(dst0)
+	ref(scale, abs(a), abs(b), m, n, k, transA, transB, accumulate)
+
+	o, as, bs := newOut32(m*n), clone(a), clone(b)
+	copy(o.dst(), dst0)
+	got := f(o.dst(), a, b, m, n, k, transA, transB, accumulate)
+	o.check(t, where, got)
+	unchanged(t, where, "a", as, a)
+	unchanged(t, where, "b", bs, b)
+	compare(t, where, got, want, widen(scale))
 }

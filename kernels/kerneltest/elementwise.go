@@ -42,11 +42,15 @@ func testUnary(t *testing.T, f, ref UnaryFunc, lo, hi float64) {
 	}
 }
 
+// poolSize is a vector length above the one from which an elementwise
+// kernel may split its work over the worker pool (ReluGrad on two threads).
+const poolSize = 1<<16 + 33
+
 // testUnaryGrad runs f(dst, y, g) against ref, with y = fwd(x) (for
 // ReluGrad, Relu(x) has the same sign pattern as x), in place on y and on g.
 func testUnaryGrad(t *testing.T, f, ref UnaryGradFunc, fwd UnaryFunc) {
 	r := newRand(2)
-	for _, n := range append(clone(sizes), len(specials)) {
+	for _, n := range append(clone(sizes), poolSize, len(specials)) {
 		where := name("n=%d", n)
 		x := uniform(r, n, -4, 4)
 		if n == len(specials) {

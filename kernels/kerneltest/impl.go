@@ -38,6 +38,16 @@ type (
 	AttentionFunc = func(o, lse, q, k, v []float32, p kernels.AttentionParams, work []float32) []float32
 	// AttentionGradFunc is AttentionBackward.
 	AttentionGradFunc = func(dq, dk, dv, do, o, lse, q, k, v []float32, p kernels.AttentionParams, work []float32) []float32
+	// PoolFunc is MaxPool2D(dst, x, g) or AvgPool2D(dst, x, g).
+	PoolFunc = func(dst, x []float32, g kernels.ConvGeom) []float32
+	// MaxPoolGradFunc is MaxPool2DGrad(dx, x, dy, g) or MaxPool2DReluGrad(dx, x, dy, g).
+	MaxPoolGradFunc = func(dx, x, dy []float32, g kernels.ConvGeom) []float32
+	// AvgPoolGradFunc is AvgPool2DGrad(dx, dy, g).
+	AvgPoolGradFunc = func(dx, dy []float32, g kernels.ConvGeom) []float32
+	// ConvFunc is Conv2D(dst, x, filter, work, g, f),
+	// Conv2DBackpropInput(dx, dy, filter, work, g, f) or
+	// Conv2DBackpropFilter(dfilter, x, dy, work, g, f), or a BF16 version.
+	ConvFunc = func(out, a, b, work []float32, g kernels.ConvGeom, f int) []float32
 )
 
 // Impl describes one implementation of the float32 kernels. Run tests every
@@ -58,6 +68,10 @@ type Impl struct {
 	SumRows              RowsFunc
 
 	MatMul MatMulFunc
+	// MatMulBF16 is checked against op(a)·op(b) with a and b rounded to
+	// bfloat16 and the sums in float64 (the BF16 rule of the package
+	// comment), not against Reference.
+	MatMulBF16 MatMulFunc
 
 	Softmax, LogSoftmax         RowsFunc
 	SoftmaxGrad, LogSoftmaxGrad RowsGradFunc
@@ -71,6 +85,17 @@ type Impl struct {
 	AttentionForward  AttentionFunc
 	AttentionBackward AttentionGradFunc
 
+	// The window kernels are checked against the direct definitions of
+	// pooling and convolution in float64 in this package (window.go,
+	// conv.go), not against Reference. The convolutions get work of one
+	// image, two, the whole batch and more (Im2ColSize), filled with NaN.
+	MaxPool2D, AvgPool2D             PoolFunc
+	MaxPool2DGrad, MaxPool2DReluGrad MaxPoolGradFunc
+	AvgPool2DGrad                    AvgPoolGradFunc
+
+	Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter             ConvFunc
+	Conv2DBF16, Conv2DBackpropInputBF16, Conv2DBackpropFilterBF16 ConvFunc
+
 	Float32ToBF16 func(dst []tensor.BF16, src []float32) []tensor.BF16
 	BF16ToFloat32 func(dst []float32, src []tensor.BF16) []float32
 	Float32ToF16  func(dst []tensor.F16, src []float32) []tensor.F16
@@ -78,7 +103,13 @@ type Impl struct {
 }
 
 // Reference returns the reference kernels of package kernels with every
-// field set.
+// field set. Where a kernel has assembly tiers (the elementwise loops, the
+// 16-bit casts, SumRows), Reference calls the exported kernel, so it is the
+// reference only while a test has the Go loops selected (the kernels
+// package's tests do, running each tier through per-call wrappers). The
+// fields checked against this package's own definitions (MatMulBF16, the
+// window kernels) hold the exported kernels, so Run(Reference()) checks
+// them on whatever tier the CPU picks.
 func Reference() Impl {
 	return Impl{
 		Name: "reference",
@@ -117,6 +148,21 @@ func Reference() Impl {
 
 		AttentionForward:  kernels.AttentionForwardRef[float32], // the row loop, not the tiled kernel
 		AttentionBackward: kernels.AttentionBackwardRef[float32],
+
+		MatMulBF16: kernels.MatMulBF16,
+
+		MaxPool2D:         kernels.MaxPool2D[float32],
+		AvgPool2D:         kernels.AvgPool2D[float32],
+		MaxPool2DGrad:     kernels.MaxPool2DGrad[float32],
+		MaxPool2DReluGrad: kernels.MaxPool2DReluGrad[float32],
+		AvgPool2DGrad:     kernels.AvgPool2DGrad[float32],
+
+		Conv2D:                   kernels.Conv2D[float32],
+		Conv2DBackpropInput:      kernels.Conv2DBackpropInput[float32],
+		Conv2DBackpropFilter:     kernels.Conv2DBackpropFilter[float32],
+		Conv2DBF16:               kernels.Conv2DBF16,
+		Conv2DBackpropInputBF16:  kernels.Conv2DBackpropInputBF16,
+		Conv2DBackpropFilterBF16: kernels.Conv2DBackpropFilterBF16,
 
 		Float32ToBF16: kernels.Float32ToBF16,
 		BF16ToFloat32: kernels.BF16ToFloat32,

@@ -154,8 +154,12 @@ func TestBrokenImpl(t *testing.T) {
 	if m == "" {
 		return // only meaningful as a child process
 	}
-	impl := kerneltest.Reference()
-	mutations[m](&impl)
+	impl := kerneltest.Impl{Name: "broken"}
+	mutation, ok := mutations[m]
+	if !ok {
+		mutation = windowMutations[m]
+	}
+	mutation(&impl)
 	kerneltest.Run(t, impl)
 }
 
@@ -163,19 +167,32 @@ func TestSuiteRejectsBrokenKernels(t *testing.T) {
 	if os.Getenv(brokenEnv) != "" {
 		return
 	}
+	var names []string
 	for m := range mutations {
+		names = append(names, m)
+	}
+	for m := range windowMutations {
+		names = append(names, m)
+	}
+	for _, m := range names {
 		t.Run(m, func(t *testing.T) {
 			t.Parallel()
+			// The child's Impl holds only the broken kernel, and the suite
+			// must reject it in that kernel's subtest (in Allocs for a
+			// kernel that allocates).
 			kernel, _, _ := strings.Cut(m, " ")
+			sub := kernel
+			if strings.Contains(m, " allocates") {
+				sub = "Allocs"
+			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenImpl$", "-test.count=1")
 			cmd.Env = append(os.Environ(), brokenEnv+"="+m)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the suite passed a broken %s (%s)", kernel, m)
 			}
-			if !strings.Contains(string(out), "--- FAIL: TestBrokenImpl/"+kernel+" ") &&
-				!strings.Contains(string(out), "--- FAIL: TestBrokenImpl/Allocs") {
-				t.Errorf("the suite failed, but not in %s:\n%s", kernel, out)
+			if !strings.Contains(string(out), "--- FAIL: TestBrokenImpl/"+sub+" ") {
+				t.Errorf("the suite failed, but not in %s:\n%s", sub, out)
 			}
 		})
 	}
@@ -190,30 +207,11 @@ func TestReferencePasses(t *testing.T) {
 // pass. A suite that only a bit-identical copy of the reference could pass
 // would be useless for fast versions.
 func TestSuiteAcceptsReorderedSums(t *testing.T) {
+	toBF16 := func(v float32) float32 { return tensor.ToBFloat16(v).Float32() }
 	impl := kerneltest.Impl{
-		Name: "reordered",
-		MatMul: func(dst, a, b []float32, m, n, k int, ta, tb, acc bool) []float32 {
-			for i := 0; i < m; i++ {
-				for j := 0; j < n; j++ {
-					var s float32
-					for p := k - 1; p >= 0; p-- { // backwards, one float32 accumulator
-						av, bv := a[i*k+p], b[p*n+j]
-						if ta {
-							av = a[p*m+i]
-						}
-						if tb {
-							bv = b[j*k+p]
-						}
-						s += av * bv
-					}
-					if acc {
-						s += dst[i*n+j]
-					}
-					dst[i*n+j] = s
-				}
-			}
-			return dst
-		},
+		Name:       "reordered",
+		MatMul:     backwardsMatMul(func(v float32) float32 { return v }),
+		MatMulBF16: backwardsMatMul(toBF16),
 		SumRows: func(dst, x []float32, rows, cols int) []float32 {
 			for c := range dst {
 				var s float32
@@ -231,6 +229,65 @@ func TestSuiteAcceptsReorderedSums(t *testing.T) {
 			}
 			return dst
 		},
+		Conv2DBackpropFilter:     backwardsConvFilter(func(v float32) float32 { return v }),
+		Conv2DBackpropFilterBF16: backwardsConvFilter(toBF16),
 	}
 	kerneltest.Run(t, impl)
+}
+
+// backwardsMatMul returns MatMul with its operands read through round and
+// each sum taken backwards in one float32 accumulator.
+func backwardsMatMul(round func(float32) float32) kerneltest.MatMulFunc {
+	return func(dst, a, b []float32, m, n, k int, ta, tb, acc bool) []float32 {
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var s float32
+				for p := k - 1; p >= 0; p-- {
+					av, bv := a[i*k+p], b[p*n+j]
+					if ta {
+						av = a[p*m+i]
+					}
+					if tb {
+						bv = b[j*k+p]
+					}
+					s += round(av) * round(bv)
+				}
+				if acc {
+					s += dst[i*n+j]
+				}
+				dst[i*n+j] = s
+			}
+		}
+		return dst
+	}
+}
+
+// backwardsConvFilter returns Conv2DBackpropFilter with its operands read
+// through round and each sum, over the images and output positions, taken
+// backwards in one float32 accumulator.
+func backwardsConvFilter(round func(float32) float32) kerneltest.ConvFunc {
+	return func(dw, x, dy, work []float32, g kernels.ConvGeom, f int) []float32 {
+		for kh := 0; kh < g.KH; kh++ {
+			for kw := 0; kw < g.KW; kw++ {
+				for c := 0; c < g.C; c++ {
+					for o := 0; o < f; o++ {
+						var s float32
+						for n := g.N - 1; n >= 0; n-- {
+							for oh := g.OH - 1; oh >= 0; oh-- {
+								for ow := g.OW - 1; ow >= 0; ow-- {
+									ih, iw := oh*g.SH-g.PadTop+kh, ow*g.SW-g.PadLeft+kw
+									if ih < 0 || ih >= g.H || iw < 0 || iw >= g.W {
+										continue
+									}
+									s += round(x[((n*g.H+ih)*g.W+iw)*g.C+c]) * round(dy[((n*g.OH+oh)*g.OW+ow)*f+o])
+								}
+							}
+						}
+						dw[((kh*g.KW+kw)*g.C+c)*f+o] = s
+					}
+				}
+			}
+		}
+		return dw
+	}
 }

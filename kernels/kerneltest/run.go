@@ -41,7 +41,8 @@ func Run(t *testing.T, impl Impl) {
 		{"ReduceSum", impl.ReduceSum != nil, func(t *testing.T) { testReduce(t, impl.ReduceSum, ref.ReduceSum, ref, false) }},
 		{"ReduceMax", impl.ReduceMax != nil, func(t *testing.T) { testReduce(t, impl.ReduceMax, ref.ReduceMax, ref, true) }},
 		{"SumRows", impl.SumRows != nil, func(t *testing.T) { testSumRows(t, impl.SumRows, ref.SumRows) }},
-		{"MatMul", impl.MatMul != nil, func(t *testing.T) { testMatMul(t, impl.MatMul, ref.MatMul) }},
+		{"MatMul", impl.MatMul != nil, func(t *testing.T) { testMatMul(t, impl.MatMul) }},
+		{"MatMulBF16", impl.MatMulBF16 != nil, func(t *testing.T) { testMatMulBF16(t, impl.MatMulBF16) }},
 		{"Softmax", impl.Softmax != nil, func(t *testing.T) { testRows(t, impl.Softmax, ref.Softmax) }},
 		{"LogSoftmax", impl.LogSoftmax != nil, func(t *testing.T) { testRows(t, impl.LogSoftmax, ref.LogSoftmax) }},
 		{"SoftmaxGrad", impl.SoftmaxGrad != nil, func(t *testing.T) { testRowsGrad(t, impl.SoftmaxGrad, ref.SoftmaxGrad, ref.Softmax) }},
@@ -54,6 +55,19 @@ func Run(t *testing.T, impl Impl) {
 		{"AttentionForward", impl.AttentionForward != nil, func(t *testing.T) { testAttentionForward(t, impl.AttentionForward, ref.AttentionForward) }},
 		{"AttentionBackward", impl.AttentionBackward != nil, func(t *testing.T) {
 			testAttentionBackward(t, impl.AttentionBackward, ref.AttentionBackward, ref.AttentionForward)
+		}},
+		{"MaxPool2D", impl.MaxPool2D != nil, func(t *testing.T) { testMaxPool(t, impl.MaxPool2D) }},
+		{"MaxPool2DGrad", impl.MaxPool2DGrad != nil, func(t *testing.T) { testMaxPoolGrad(t, impl.MaxPool2DGrad, false) }},
+		{"MaxPool2DReluGrad", impl.MaxPool2DReluGrad != nil, func(t *testing.T) { testMaxPoolGrad(t, impl.MaxPool2DReluGrad, true) }},
+		{"AvgPool2D", impl.AvgPool2D != nil, func(t *testing.T) { testAvgPool(t, impl.AvgPool2D) }},
+		{"AvgPool2DGrad", impl.AvgPool2DGrad != nil, func(t *testing.T) { testAvgPoolGrad(t, impl.AvgPool2DGrad) }},
+		{"Conv2D", impl.Conv2D != nil, func(t *testing.T) { testConv(t, impl.Conv2D, convForward, false) }},
+		{"Conv2DBackpropInput", impl.Conv2DBackpropInput != nil, func(t *testing.T) { testConv(t, impl.Conv2DBackpropInput, convInput, false) }},
+		{"Conv2DBackpropFilter", impl.Conv2DBackpropFilter != nil, func(t *testing.T) { testConv(t, impl.Conv2DBackpropFilter, convFilter, false) }},
+		{"Conv2DBF16", impl.Conv2DBF16 != nil, func(t *testing.T) { testConv(t, impl.Conv2DBF16, convForward, true) }},
+		{"Conv2DBackpropInputBF16", impl.Conv2DBackpropInputBF16 != nil, func(t *testing.T) { testConv(t, impl.Conv2DBackpropInputBF16, convInput, true) }},
+		{"Conv2DBackpropFilterBF16", impl.Conv2DBackpropFilterBF16 != nil, func(t *testing.T) {
+			testConv(t, impl.Conv2DBackpropFilterBF16, convFilter, true)
 		}},
 		{"Float32ToBF16", impl.Float32ToBF16 != nil, func(t *testing.T) { testToBF16(t, impl.Float32ToBF16, ref.Float32ToBF16) }},
 		{"BF16ToFloat32", impl.BF16ToFloat32 != nil, func(t *testing.T) { testFromBF16(t, impl.BF16ToFloat32, ref.BF16ToFloat32) }},

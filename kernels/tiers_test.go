@@ -1,0 +1,279 @@
+package kernels_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/kernels/kerneltest"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// The shared suite (kerneltest) on every tier of each kernel family with
+// assembly: the elementwise loops, SumRows and the 16-bit casts (assembly
+// on and off, per-call wrappers against the Go loops), the window kernels
+// (pooling and convolution in float32 jobs on every GEMM tier, with and
+// without the AVX-512 window loops and the packing straight from the
+// image, and the float64 chunks), the bfloat16 convolutions on every
+// MatMulBF16 path, and attention on every GEMM tier and row
+// implementation; each on 1 and 2 threads. Sgemm and MatMulBF16 run it in
+// gemm_test.go and bgemm_test.go.
+
+// threadCounts are the thread counts every tier runs on: one, and two,
+// which splits the jobs, the image halves and the elementwise pool jobs.
+// Under the race detector, which slows the suite's reference loops many
+// times over, only two: the count with concurrency to check (the tiers'
+// arithmetic is checked by the runs without it).
+var threadCounts = func() []int {
+	if raceEnabled {
+		return []int{2}
+	}
+	return []int{1, 2}
+}()
+
+// raceThin returns tiers, or under the race detector its first and last
+// (the fastest tier and the Go one): the runs without the detector check
+// every tier.
+func raceThin[T any](tiers []T) []T {
+	if raceEnabled && len(tiers) > 2 {
+		return []T{tiers[0], tiers[len(tiers)-1]}
+	}
+	return tiers
+}
+
+// simdTiers returns the settings of the assembly switches the suite runs
+// on: the Go loops of every family, the widest tiers this CPU has, and the
+// 8-lane casts where the widest are 16.
+func simdTiers() []kernels.SIMD {
+	tiers := []kernels.SIMD{{}}
+	if top := kernels.MaxSIMD(); top != (kernels.SIMD{}) {
+		tiers = append(tiers, top)
+		if top.ConvertLanes > 8 {
+			top.ConvertLanes = 8
+			tiers = append(tiers, top)
+		}
+	}
+	return tiers
+}
+
+func simdName(s kernels.SIMD) string {
+	return fmt.Sprintf("elementwise=%v/window=%v/convert=%d", s.Elementwise, s.Window, s.ConvertLanes)
+}
+
+// simdImpl returns the kernels that have assembly outside the GEMM and
+// window jobs, each switched to s around its call (defer SetSIMD(SetSIMD(s))
+// allocates nothing), so that the suite's Reference, called between them,
+// stays on the Go loops.
+func simdImpl(s kernels.SIMD) kerneltest.Impl {
+	return kerneltest.Impl{
+		Name: simdName(s),
+		Sqrt: func(dst, x []float32) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.Sqrt(dst, x)
+		},
+		Relu: func(dst, x []float32) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.Relu(dst, x)
+		},
+		ReluGrad: func(dst, x, g []float32) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.ReluGrad(dst, x, g)
+		},
+		Binary: func(op kernels.BinaryOp, dst, a, b []float32) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.Binary(op, dst, a, b)
+		},
+		BinaryScalar: func(op kernels.BinaryOp, dst, a []float32, v float32) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.BinaryScalar(op, dst, a, v)
+		},
+		ScalarBinary: func(op kernels.BinaryOp, dst []float32, v float32, b []float32) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.ScalarBinary(op, dst, v, b)
+		},
+		SumRows: func(dst, x []float32, rows, cols int) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.SumRows(dst, x, rows, cols)
+		},
+		Float32ToBF16: func(dst []tensor.BF16, src []float32) []tensor.BF16 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.Float32ToBF16(dst, src)
+		},
+		BF16ToFloat32: func(dst []float32, src []tensor.BF16) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.BF16ToFloat32(dst, src)
+		},
+		Float32ToF16: func(dst []tensor.F16, src []float32) []tensor.F16 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.Float32ToF16(dst, src)
+		},
+		F16ToFloat32: func(dst []float32, src []tensor.F16) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.F16ToFloat32(dst, src)
+		},
+	}
+}
+
+// TestSIMDSuite runs the suite on the elementwise loops, SumRows and the
+// 16-bit casts on every tier, against the Go loops: lengths around the
+// vector blocks (1, 7, 33, 1023, and 2^16+33, which ReluGrad splits over
+// the pool on two threads), in place, special values, every 16-bit pattern.
+func TestSIMDSuite(t *testing.T) {
+	defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{})) // Reference: the Go loops
+	for _, s := range simdTiers() {
+		for _, threads := range threadCounts {
+			t.Run(fmt.Sprintf("%s/%dT", simdName(s), threads), func(t *testing.T) {
+				defer kernels.UseThreads(threads)()
+				kerneltest.Run(t, simdImpl(s))
+			})
+		}
+	}
+}
+
+// float32Window is the float32 window kernels: the jobs on the worker pool.
+func float32Window(name string) kerneltest.Impl {
+	return kerneltest.Impl{
+		Name:                 name,
+		MaxPool2D:            kernels.MaxPool2D[float32],
+		MaxPool2DGrad:        kernels.MaxPool2DGrad[float32],
+		MaxPool2DReluGrad:    kernels.MaxPool2DReluGrad[float32],
+		AvgPool2D:            kernels.AvgPool2D[float32],
+		AvgPool2DGrad:        kernels.AvgPool2DGrad[float32],
+		Conv2D:               kernels.Conv2D[float32],
+		Conv2DBackpropInput:  kernels.Conv2DBackpropInput[float32],
+		Conv2DBackpropFilter: kernels.Conv2DBackpropFilter[float32],
+	}
+}
+
+// TestWindowSuite runs the suite on the float32 pooling and convolution
+// kernels on every GEMM tier, with the AVX-512 window loops (max pooling,
+// col2im, the filter gradient's packing) on and off and the products'
+// packing straight from the image on and off, on 1 and 2 threads. Pooling
+// does not use the GEMM tiers or that packing, so it runs on the first
+// tier only, with both switches on and with both off. Under the race detector, fewer tiers and settings (see
+// raceThin, threadCounts).
+func TestWindowSuite(t *testing.T) {
+	defer kernels.WithoutExternalSgemm()() // the openblas tag's products run the chunks instead of the jobs
+	top := kernels.MaxSIMD()
+	defer kernels.SetSIMD(kernels.SetSIMD(top))
+	windows := []bool{false}
+	if top.Window {
+		windows = append(windows, true)
+	}
+	for ti, tier := range raceThin(kernels.GemmTierNames()) {
+		for _, window := range windows {
+			for _, pack := range []bool{false, true} {
+				if raceEnabled && pack != window && len(windows) > 1 {
+					continue // both switches on, and both off
+				}
+				for _, threads := range threadCounts {
+					t.Run(fmt.Sprintf("%s/window=%v/pack=%v/%dT", tier, window, pack, threads), func(t *testing.T) {
+						defer kernels.UseGemmTier(tier)()
+						defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{Elementwise: top.Elementwise, Window: window, ConvertLanes: top.ConvertLanes}))
+						defer kernels.UsePackFromImage(pack)()
+						defer kernels.UseThreads(threads)()
+						impl := float32Window(tier)
+						if ti > 0 || pack != window { // pooling: once with the window loops, once without
+							impl.MaxPool2D, impl.MaxPool2DGrad, impl.MaxPool2DReluGrad = nil, nil, nil
+							impl.AvgPool2D, impl.AvgPool2DGrad = nil, nil
+						}
+						kerneltest.Run(t, impl)
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestWindowSuiteFloat64 runs the suite on the float64 pooling and
+// convolution kernels (the convolutions' im2col chunks and MatMul, the
+// image halves on 2 threads) through widening wrappers: float32 inputs
+// widened exactly, float64 results rounded once, so the float32 rules are
+// looser than float64 needs but every index, padding and chunk is checked.
+func TestWindowSuiteFloat64(t *testing.T) {
+	for _, threads := range threadCounts {
+		t.Run(fmt.Sprintf("%dT", threads), func(t *testing.T) {
+			defer kernels.UseThreads(threads)()
+			kerneltest.Run(t, float64Window())
+		})
+	}
+}
+
+// TestConvBF16Suite runs the suite on the bfloat16 convolutions on every
+// path of MatMulBF16 (the AVX512_BF16 tier, the fallback on every float32
+// tier), on 1 and 2 threads, against the convolution of operands rounded
+// to bfloat16.
+func TestConvBF16Suite(t *testing.T) {
+	defer kernels.WithoutExternalSgemm()()
+	for _, p := range raceThin(bgemmPaths()) {
+		for _, threads := range threadCounts {
+			t.Run(fmt.Sprintf("%s/%dT", p.name, threads), func(t *testing.T) {
+				defer p.use()()
+				defer kernels.UseThreads(threads)()
+				kerneltest.Run(t, kerneltest.Impl{Name: "bf16 " + p.name,
+					Conv2DBF16:               kernels.Conv2DBF16,
+					Conv2DBackpropInputBF16:  kernels.Conv2DBackpropInputBF16,
+					Conv2DBackpropFilterBF16: kernels.Conv2DBackpropFilterBF16,
+				})
+			})
+		}
+	}
+}
+
+// widened holds the float64 operands of the float64 window kernels under
+// test, kept between calls so that a call allocates nothing once its sizes
+// have been seen.
+type widened struct{ buf [4][]float64 }
+
+// widen returns slot i holding x widened.
+func (w *widened) widen(i int, x []float32) []float64 {
+	if cap(w.buf[i]) < len(x) {
+		w.buf[i] = make([]float64, len(x))
+	}
+	b := w.buf[i][:len(x)]
+	for j, v := range x {
+		b[j] = float64(v)
+	}
+	return b
+}
+
+// narrowInto sets dst to x rounded to float32 and returns dst.
+func narrowInto(dst []float32, x []float64) []float32 {
+	for i, v := range x {
+		dst[i] = float32(v)
+	}
+	return dst
+}
+
+// float64Window returns the float64 window kernels as float32 ones (see
+// TestWindowSuiteFloat64). Outputs are widened too, so a kernel that leaves
+// an element unwritten keeps the suite's NaN there; work likewise.
+func float64Window() kerneltest.Impl {
+	w := new(widened)
+	conv := func(k func(out, a, b, work []float64, g kernels.ConvGeom, f int) []float64) kerneltest.ConvFunc {
+		return func(out, a, b, work []float32, g kernels.ConvGeom, f int) []float32 {
+			return narrowInto(out, k(w.widen(0, out), w.widen(1, a), w.widen(2, b), w.widen(3, work), g, f))
+		}
+	}
+	return kerneltest.Impl{
+		Name: "float64",
+		MaxPool2D: func(dst, x []float32, g kernels.ConvGeom) []float32 {
+			return narrowInto(dst, kernels.MaxPool2D(w.widen(0, dst), w.widen(1, x), g))
+		},
+		AvgPool2D: func(dst, x []float32, g kernels.ConvGeom) []float32 {
+			return narrowInto(dst, kernels.AvgPool2D(w.widen(0, dst), w.widen(1, x), g))
+		},
+		MaxPool2DGrad: func(dx, x, dy []float32, g kernels.ConvGeom) []float32 {
+			return narrowInto(dx, kernels.MaxPool2DGrad(w.widen(0, dx), w.widen(1, x), w.widen(2, dy), g))
+		},
+		MaxPool2DReluGrad: func(dx, x, dy []float32, g kernels.ConvGeom) []float32 {
+			return narrowInto(dx, kernels.MaxPool2DReluGrad(w.widen(0, dx), w.widen(1, x), w.widen(2, dy), g))
+		},
+		AvgPool2DGrad: func(dx, dy []float32, g kernels.ConvGeom) []float32 {
+			return narrowInto(dx, kernels.AvgPool2DGrad(w.widen(0, dx), w.widen(1, dy), g))
+		},
+		Conv2D:               conv(kernels.Conv2D[float64]),
+		Conv2DBackpropInput:  conv(kernels.Conv2DBackpropInput[float64]),
+		Conv2DBackpropFilter: conv(kernels.Conv2DBackpropFilter[float64]),
+	}
+}
