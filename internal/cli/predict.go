@@ -114,15 +114,21 @@ func (f *inferFlags) open(w io.Writer, command string, src *data.Source, mf *tra
 	if err != nil {
 		return nil, none, data.Config{}, err
 	}
-	p, err := train.NewPredictor(train.PredictConfig{Model: mf.Model, Weights: mf.Weight, Batch: f.batch, MicroBatch: f.micro,
-		Evaluate: evaluate, Loss: mf.Loss, Scale: src.ScaleOrDefault(), Threads: f.threads, Budget: f.planBudget})
-	if err != nil {
-		return nil, none, data.Config{}, err
-	}
 	in := mf.Model.Inputs()[0]
 	dcfg := data.Config{Name: "input pipeline", Budget: f.pipelineBudgetVal}
 	if dcfg.Budget == 0 {
 		dcfg.Budget = max(8<<20, 16*int64(f.batch)*int64(in.Shape.Size()*4+8))
+	}
+	budget := f.planBudget // the plan's share: what the pipeline leaves
+	if budget > 0 {
+		if budget -= dcfg.Budget; budget <= 0 {
+			return nil, none, data.Config{}, fmt.Errorf("the budget %s for the plan does not hold the input pipeline's %s", mem.FormatBytes(f.planBudget), mem.FormatBytes(dcfg.Budget))
+		}
+	}
+	p, err := train.NewPredictor(train.PredictConfig{Model: mf.Model, Weights: mf.Weight, Batch: f.batch, MicroBatch: f.micro,
+		Evaluate: evaluate, Loss: mf.Loss, Scale: src.ScaleOrDefault(), Threads: f.threads, Budget: budget})
+	if err != nil {
+		return nil, none, data.Config{}, err
 	}
 	runs := (f.batch + p.MicroBatch() - 1) / p.MicroBatch()
 	fmt.Fprintf(w, "headroom: %s with %s (%d classes) on %s (%s), batch %d", command, f.load, max(len(mf.Preprocessing.ClassNames), mf.Preprocessing.Classes), f.df.path, src.Format, f.batch)
