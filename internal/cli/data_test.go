@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -356,5 +357,63 @@ func TestKerasHabits(t *testing.T) {
 		if status == 0 || !strings.Contains(stderr, tc.flag) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("%s %s: status %d, stderr %q: want one line naming the flag", tc.flag, tc.value, status, stderr)
 		}
+	}
+}
+
+// The new commands: help on stdout, a version, and every mistake one
+// line on stderr.
+func TestDeployCommands(t *testing.T) {
+	for _, cmd := range []string{"predict", "evaluate", "export", "train"} {
+		status, stdout, stderr := run(t, cmd, "-h")
+		if status != 0 || !strings.Contains(stdout, "-load") && cmd != "train" || !strings.Contains(stdout, "Usage of headroom "+cmd) || stderr != "" {
+			t.Errorf("%s -h: status %d, stdout %q, stderr %q: want the flags on stdout", cmd, status, stdout, stderr)
+		}
+	}
+	status, stdout, _ := run(t, "version")
+	if status != 0 || !regexp.MustCompile(`^headroom \S+ .*go1\.\d+.* \w+/\w+\n$`).MatchString(stdout) {
+		t.Errorf("version: status %d, %q", status, stdout)
+	}
+	status, stdout, _ = run(t, "help")
+	for _, c := range []string{"predict", "evaluate", "export", "version"} {
+		if !strings.Contains(stdout, "headroom "+c) {
+			t.Errorf("help does not list %s:\n%s", c, stdout)
+		}
+	}
+
+	dir := t.TempDir()
+	csvPath, _, _, _ := userData(t, dir)
+	model := filepath.Join(dir, "m.safetensors")
+	if status, stdout, stderr := run(t, "train", "--data", csvPath, "--label", "species", "--threads", "2", "--save", model); status != 0 {
+		t.Fatalf("train: %d\n%s%s", status, stdout, stderr)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"predict_no_load", []string{"predict", "--data", csvPath, "--out", "o.npy"}, "--load"},
+		{"predict_no_out", []string{"predict", "--load", model, "--data", csvPath}, "--out"},
+		{"predict_bad_out", []string{"predict", "--load", model, "--data", csvPath, "--out", filepath.Join(dir, "o.txt")}, ".npy or .csv"},
+		{"predict_over_input", []string{"predict", "--load", model, "--data", csvPath, "--out", csvPath}, "overwrite"},
+		{"predict_missing_model", []string{"predict", "--load", filepath.Join(dir, "none.safetensors"), "--data", csvPath, "--out", filepath.Join(dir, "o.npy")}, "none.safetensors"},
+		{"evaluate_not_a_model", []string{"evaluate", "--load", csvPath, "--data", csvPath}, "iris.csv"},
+		{"evaluate_other_columns", []string{"evaluate", "--load", model, "--data", filepath.Join(dir, "x.npy")}, "--labels"},
+		{"export_format", []string{"export", "--load", model, "--out", filepath.Join(dir, "m.tflite"), "--format", "tflite"}, "tflite"},
+		{"export_calibration_without_int8", []string{"export", "--load", model, "--out", filepath.Join(dir, "m.onnx"), "--calibration-data", csvPath}, "--int8"},
+		{"export_opset", []string{"export", "--load", model, "--out", filepath.Join(dir, "m.onnx"), "--opset", "9"}, "--opset"},
+		{"version_argument", []string{"version", "now"}, "now"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, stdout, stderr := run(t, tc.args...)
+			if status == 0 {
+				t.Fatalf("status 0:\n%s", stdout)
+			}
+			if l := strings.Split(strings.TrimRight(stderr, "\n"), "\n"); len(l) != 1 || !strings.HasPrefix(l[0], "headroom: ") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q: want one line mentioning %q", stderr, tc.want)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(csvPath); !bytes.HasPrefix(b, []byte("sepal_length,")) {
+		t.Errorf("a refused command changed %s", csvPath)
 	}
 }
