@@ -128,7 +128,7 @@ func TestLoadModelErrors(t *testing.T) {
 	tr, _ := fit(t, train.Config{Model: mlp(), Epochs: 1, Batch: 32, Seed: 3, NoWatchdog: true}, trainSet)
 	defer tr.Close()
 	dir := t.TempDir()
-	ckpt, err := tr.SaveCheckpoint(dir, 1, 1, 1)
+	ckpt, err := tr.SaveCheckpoint(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
