@@ -417,3 +417,33 @@ func TestDeployCommands(t *testing.T) {
 		t.Errorf("a refused command changed %s", csvPath)
 	}
 }
+
+// A model trained on images of one size (no --image-size) predicts on
+// images of another: they are resized to the training size.
+func TestPredictResizesImages(t *testing.T) {
+	dir := t.TempDir()
+	_, _, _, images := userData(t, dir) // 10x12 images
+	model := filepath.Join(dir, "m.safetensors")
+	if status, stdout, stderr := run(t, "train", "--data", images, "--epochs", "3", "--threads", "2", "--save", model); status != 0 {
+		t.Fatalf("train: %d\n%s%s", status, stdout, stderr)
+	}
+	other := filepath.Join(dir, "new")
+	os.MkdirAll(other, 0o755)
+	m := image.NewRGBA(image.Rect(0, 0, 30, 20))
+	for p := 0; p < len(m.Pix); p += 4 {
+		m.Pix[p], m.Pix[p+3] = 230, 255 // red
+	}
+	var b bytes.Buffer
+	png.Encode(&b, m)
+	os.WriteFile(filepath.Join(other, "big.png"), b.Bytes(), 0o644)
+	out := filepath.Join(dir, "p.csv")
+	status, stdout, stderr := run(t, "predict", "--load", model, "--data", other, "--out", out, "--threads", "2")
+	if status != 0 {
+		t.Fatalf("predict: %d\n%s%s", status, stdout, stderr)
+	}
+	p, _ := os.ReadFile(out)
+	lines := strings.Split(strings.TrimSpace(string(p)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], filepath.Join(other, "big.png")+",") {
+		t.Errorf("predictions:\n%s\nwant a header and one row for big.png", p)
+	}
+}

@@ -98,6 +98,9 @@ func (f *inferFlags) source(fs *flag.FlagSet, mf *train.ModelFile, unlabeled boo
 	if err := f.df.applyTo(&pre); err != nil {
 		return nil, err
 	}
+	if sh := mf.Preprocessing.Shape; pre.ImageSize == [2]int{} && sh.Rank() == 3 && !set["image-size"] {
+		pre.ImageSize = [2]int{sh[0], sh[1]} // new images are resized to the training images' size
+	}
 	if pre.Scale == 0 { // a model trained on uint8 data of another format keeps its scale
 		pre.Scale = mf.Preprocessing.ScaleOrDefault()
 	}
