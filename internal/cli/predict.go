@@ -133,6 +133,7 @@ func (f *inferFlags) open(w io.Writer, command string, src *data.Source, mf *tra
 	if err != nil {
 		return nil, none, data.Config{}, err
 	}
+	mf.Weights = nil // copied into the engine: the file's copy on the Go heap can go
 	runs := (f.batch + p.MicroBatch() - 1) / p.MicroBatch()
 	fmt.Fprintf(w, "headroom: %s with %s (%d classes) on %s (%s), batch %d", command, f.load, max(len(mf.Preprocessing.ClassNames), mf.Preprocessing.Classes), f.df.path, src.Format, f.batch)
 	if runs > 1 {
