@@ -22,6 +22,16 @@
 //   - Budget: the most bytes a pass's buffers may hold, all stages together
 //     (Config.Budget, DefaultBudget when unset). It is a limit, not a hint.
 //
+// # Sources of examples
+//
+// A Source (source.go) is a data set in the user's files as `headroom
+// train --data` names it: CSV, NPY/NPZ, an image folder, TFRecord, IDX.
+// Open streams it as samples, Load reads it into Examples, Stream reads it
+// for training epoch by epoch without holding it; its Preprocessing (class
+// names, columns, image size, scale) is kept in model files so new data is
+// read the same way. SplitValidation is Keras' validation_split. Sources
+// never write to the user's files.
+//
 // # Where it sits in the life of a step
 //
 // The pipeline runs beside training: a trainer pulls one Batch per step from

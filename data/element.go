@@ -84,6 +84,19 @@ type elemOps[T any] struct {
 	release func(T)
 	retain  func(T)
 	size    func(T) int64
+	// held is the memory an element holds: its blocks' whole size classes
+	// (a 4-byte label takes a 64-byte block), or size for elements
+	// without blocks. Stages that gather elements bound it, not size.
+	held func(T) int64
+}
+
+// blockBytes returns the bytes b holds, or n when b is nil (memory that is
+// not the pipeline's).
+func blockBytes(b *Block, n int) int64 {
+	if b == nil {
+		return int64(n)
+	}
+	return int64(len(b.buf))
 }
 
 func opsOf[T any]() elemOps[T] {
@@ -94,14 +107,21 @@ func opsOf[T any]() elemOps[T] {
 		o.release = any(Record.Release).(func(T))
 		o.retain = any(Record.Retain).(func(T))
 		o.size = any(func(r Record) int64 { return int64(len(r.Data)) }).(func(T) int64)
+		o.held = any(func(r Record) int64 { return blockBytes(r.mem, len(r.Data)) }).(func(T) int64)
 	case Sample:
 		o.release = any(Sample.Release).(func(T))
 		o.retain = any(Sample.Retain).(func(T))
 		o.size = any(func(s Sample) int64 { return int64(len(s.X.Bytes()) + len(s.Y.Bytes())) }).(func(T) int64)
+		o.held = any(func(s Sample) int64 {
+			return blockBytes(s.mem[0], len(s.X.Bytes())) + blockBytes(s.mem[1], len(s.Y.Bytes()))
+		}).(func(T) int64)
 	case Batch:
 		o.release = any(Batch.Release).(func(T))
 		o.retain = any(Batch.Retain).(func(T))
 		o.size = any(Batch.Bytes).(func(T) int64)
+		o.held = any(func(b Batch) int64 {
+			return blockBytes(b.mem[0], len(b.X.Bytes())) + blockBytes(b.mem[1], len(b.Y.Bytes()))
+		}).(func(T) int64)
 	case tensor.Tensor:
 		o.size = any(func(t tensor.Tensor) int64 { return int64(len(t.Bytes())) }).(func(T) int64)
 	case []byte:
@@ -127,6 +147,9 @@ func opsOf[T any]() elemOps[T] {
 	}
 	if o.size == nil {
 		o.size = func(T) int64 { return 0 }
+	}
+	if o.held == nil {
+		o.held = o.size
 	}
 	return o
 }

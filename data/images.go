@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
+	_ "image/gif"  // register GIF (the first frame, as Keras)
 	_ "image/jpeg" // register JPEG
 	_ "image/png"  // register PNG
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,34 +26,25 @@ type ImageOptions struct {
 	// that samples can be batched; otherwise images keep their size.
 	Height, Width int
 	BufferSize    int // read buffer; <= 0: DefaultBufferSize
+	// Unlabeled reads every image under root and its sub-folders, in
+	// sorted path order, without labels (Keras' labels=None): for
+	// prediction.
+	Unlabeled bool
 }
 
-// ImageFolder returns one sample per PNG or JPEG file under root/<class>/,
-// as Keras's image_dataset_from_directory with labels="inferred": X is the
-// image as uint8 [height, width, channels], Y its class index (int32
-// scalar), classes numbered in the sorted order of the sub-folder names
-// (ClassNames). Files are listed in class then name order; Shuffle to mix
-// them. Unlike Keras, images are not resized unless asked. A file that does
-// not decode is a *FormatError (offset 0).
+// ImageFolder returns one sample per PNG, JPEG or GIF file under
+// root/<class>/, as Keras's image_dataset_from_directory with
+// labels="inferred": X is the image as uint8 [height, width, channels], Y
+// its class index (int32 scalar), classes numbered in the sorted order of
+// the sub-folder names (ClassNames). Files are listed in class then name
+// order (ImageFiles); Shuffle to mix them. Unlike Keras, images are not
+// resized unless asked. A file that does not decode is a *FormatError
+// (offset 0). With opt.Unlabeled, every image under root is read, without
+// Y.
 func ImageFolder(root string, opt ImageOptions) (Dataset[Sample], error) {
-	classes, err := ClassNames(root)
+	files, labels, _, err := ImageFiles(root, opt.Unlabeled)
 	if err != nil {
 		return Dataset[Sample]{}, err
-	}
-	var files []string
-	var labels []int32
-	for i, c := range classes {
-		ents, err := os.ReadDir(filepath.Join(root, c))
-		if err != nil {
-			return Dataset[Sample]{}, fmt.Errorf("data: %w", err)
-		}
-		for _, e := range ents {
-			ext := strings.ToLower(filepath.Ext(e.Name()))
-			if e.Type().IsRegular() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg") {
-				files = append(files, filepath.Join(root, c, e.Name()))
-				labels = append(labels, int32(i))
-			}
-		}
 	}
 	ch := opt.Channels
 	if ch == 0 {
@@ -64,6 +57,53 @@ func ImageFolder(root string, opt ImageOptions) (Dataset[Sample], error) {
 	return newDataset(name, kindSource, func(p *pipeline, st *stage) (iterator[Sample], error) {
 		return &imageIter{p: p, st: st, pool: p.arena.pool(name), files: files, labels: labels, ch: ch, opt: opt}, nil
 	}), nil
+}
+
+// IsImageFile reports whether name has the extension of an image format
+// ImageFolder reads (.png, .jpg, .jpeg, .gif, in any case).
+func IsImageFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".png", ".jpg", ".jpeg", ".gif":
+		return true
+	}
+	return false
+}
+
+// ImageFiles lists the images ImageFolder(root, ...) reads, in its order:
+// labelled, those in root's sub-folders (one level down), class by class
+// (classes are the sorted sub-folder names, label i naming classes[i]),
+// each class's files by name; unlabeled (labels and classes nil), every
+// image under root, recursively, sorted by path.
+func ImageFiles(root string, unlabeled bool) (files []string, labels []int32, classes []string, err error) {
+	if unlabeled {
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fmt.Errorf("data: %w", err)
+			}
+			if d.Type().IsRegular() && IsImageFile(d.Name()) {
+				files = append(files, p)
+			}
+			return nil
+		})
+		sort.Strings(files)
+		return files, nil, nil, err
+	}
+	if classes, err = ClassNames(root); err != nil {
+		return nil, nil, nil, err
+	}
+	for i, c := range classes {
+		ents, err := os.ReadDir(filepath.Join(root, c))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("data: %w", err)
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() && IsImageFile(e.Name()) {
+				files = append(files, filepath.Join(root, c, e.Name()))
+				labels = append(labels, int32(i))
+			}
+		}
+	}
+	return files, labels, classes, nil
 }
 
 // ClassNames returns the sorted names of root's sub-folders: the classes of
@@ -96,7 +136,10 @@ type imageIter struct {
 
 func (it *imageIter) next(ctx context.Context) (Sample, error) {
 	for it.i < len(it.files) {
-		path, label := it.files[it.i], it.labels[it.i]
+		path, label := it.files[it.i], int32(-1)
+		if it.labels != nil {
+			label = it.labels[it.i]
+		}
 		it.i++
 		s, err := it.load(ctx, path, label)
 		if err != nil && it.p.skip(it.st, err) {
@@ -129,6 +172,11 @@ func (it *imageIter) load(ctx context.Context, path string, label int32) (Sample
 	rgba := image.NewRGBA(r)
 	draw.Draw(rgba, r, img, r.Min, draw.Src)
 	fillPixels(x.Uint8s(), rgba, h, w, it.ch)
+	if it.labels == nil {
+		s := NewSample(x, tensor.Tensor{}, xb)
+		xb.Release()
+		return s, nil
+	}
 	y, yb, err := NewTensor(ctx, tensor.Int32, nil)
 	if err != nil {
 		xb.Release()

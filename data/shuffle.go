@@ -79,7 +79,7 @@ func (s *shuffleIter[T]) next(ctx context.Context) (T, error) {
 		if err != nil {
 			return zero, err
 		}
-		s.last = s.ops.size(x)
+		s.last = s.ops.held(x)
 		s.held += s.last
 		s.buf = append(s.buf, x)
 	}
@@ -93,7 +93,7 @@ func (s *shuffleIter[T]) next(ctx context.Context) (T, error) {
 	s.buf[i] = s.buf[last]
 	s.buf[last] = zero
 	s.buf = s.buf[:last]
-	s.held -= s.ops.size(x)
+	s.held -= s.ops.held(x)
 	return x, nil
 }
 

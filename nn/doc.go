@@ -47,4 +47,11 @@
 //     before that softmax with the fused, stable cross-entropy (what Keras
 //     does internally for a softmax output); Predict still returns
 //     probabilities.
+//
+// Serialization (serialize.go): every layer type and initializer is
+// registered under a name, one line beside its definition
+// (var _ = RegisterLayer("Dense", &Dense{})); MarshalModel writes a
+// Sequential or Functional model as JSON of its layers' exported fields,
+// LoadModel builds it back (Keras' to_json and model_from_json). A test
+// fails when a layer type of this package is not registered.
 package nn

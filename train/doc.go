@@ -56,4 +56,14 @@
 //     plan): they are consumed by the update in the same step and never
 //     kept, which saves a copy of the weights compared with frameworks that
 //     keep .grad buffers.
+//   - A model file (SaveModel, LoadModel) holds the model's weights (no
+//     optimizer state) and, as metadata, its architecture, loss and the
+//     data's preprocessing, as Keras' model.save; LoadWeights sets a
+//     trainer's weights from one (Keras' load_weights).
+//   - Predictor runs inference or evaluation through a plan of its own (the
+//     forward pass only: no labels for inference, no gradients, no
+//     optimizer state), streamed from a pipeline. A batch runs as
+//     micro-batches of PredictConfig.MicroBatch: in inference no layer
+//     couples the examples of a batch, so the outputs are the same and the
+//     arena holds one micro-batch's activations.
 package train

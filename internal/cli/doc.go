@@ -1,7 +1,9 @@
-// Package cli implements the headroom command's subcommands (train, plan):
-// it parses flags, loads a data set, builds a model, and hands them to
-// package train; it prints the memory plan, progress and the RESULT line.
-// cmd/headroom only calls Main.
+// Package cli implements the headroom command's subcommands: train and
+// plan (flags, a data set, a model, handed to package train; the memory
+// plan, progress and the RESULT line), evaluate, predict and export (a
+// model file read with train.LoadModel, run through an inference plan or
+// written with export/onnx) and version. The user's own data (--data) is
+// read by data.Source. cmd/headroom only calls Main; help goes to stdout.
 //
 // Every failure reaches the user as one line on stderr and a non-zero exit
 // status; a panic (a bug) is reported the same way, without a trace.

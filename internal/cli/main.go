@@ -12,11 +12,16 @@ import (
 const usage = `headroom trains neural networks with memory you can trust.
 
 Usage:
-  headroom train [flags]   train a model (default: a small MLP on the embedded digits)
-  headroom plan  [flags]   print the memory plan of a training step without training
-  headroom generate --load FILE [flags]   sample text from a language model saved by train --save
+  headroom train    [flags]  train a model (default: a small MLP on the embedded digits;
+                             --data for your own CSV, NPY/NPZ, image folder, TFRecord or IDX data)
+  headroom plan     [flags]  print the memory plan of a training step without training
+  headroom evaluate [flags]  loss and accuracy of a saved model (--load) on labelled data (--data)
+  headroom predict  [flags]  a saved model's outputs on data (--data) to a .npy or .csv file (--out)
+  headroom export   [flags]  write a saved model as ONNX (--format onnx), float or int8 (--int8)
+  headroom generate --load FILE [flags]  sample text from a language model saved by train --save
+  headroom version           print the version
 
-Run 'headroom train -h' or 'headroom plan -h' for the flags.
+Run 'headroom COMMAND -h' for the flags of a command.
 `
 
 // Main runs the command with args (without the program name) and returns
@@ -40,6 +45,14 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 		err = runPlan(args[1:], stdout, stderr)
 	case "generate":
 		err = runGenerate(args[1:], stdout, stderr)
+	case "predict":
+		err = runPredict(args[1:], stdout, stderr)
+	case "evaluate":
+		err = runEvaluate(args[1:], stdout, stderr)
+	case "export":
+		err = runExport(args[1:], stdout, stderr)
+	case "version", "--version":
+		err = runVersion(args[1:], stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

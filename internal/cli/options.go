@@ -34,6 +34,7 @@ type options struct {
 	keras, profileDir                  string
 	seq                                int    // text: the window, in tokens (bytes)
 	text                               string // text: a file or folder of text to train on
+	userData                           bool // --data: the held-out set is validation data, not a test set
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -190,16 +191,31 @@ func (o *options) kerasModel(data *data.Examples) (*nn.Sequential, nn.Loss, erro
 	return m, loss, err
 }
 
-// newFlagSet returns a flag set that reports a bad flag once (Main prints
-// the error) and prints the flags for -h.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+// newFlagSet returns a flag set that prints its flags on stdout for -h
+// (so that `| less` works) and, for a bad flag, nothing: Main prints the
+// error once, on stderr.
+func newFlagSet(name string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("headroom "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	var msg errorNote
+	fs.SetOutput(&msg)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage of headroom %s:\n", name)
-		fs.SetOutput(stderr)
+		if msg.written { // the flag package reports an error: Main says it
+			msg.written = false
+			return
+		}
+		fmt.Fprintf(stdout, "Usage of headroom %s:\n", name)
+		fs.SetOutput(stdout)
 		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		fs.SetOutput(&msg)
 	}
 	return fs
+}
+
+// errorNote notes that the flag package wrote an error message (which it
+// does before calling Usage for a bad flag, not for -h) and drops it.
+type errorNote struct{ written bool }
+
+func (e *errorNote) Write(p []byte) (int, error) {
+	e.written = true
+	return len(p), nil
 }

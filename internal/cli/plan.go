@@ -52,7 +52,7 @@ type layerBytes struct {
 
 func runPlan(args []string, stdout, stderr io.Writer) error {
 	var o options
-	fs := newFlagSet("plan", stderr)
+	fs := newFlagSet("plan", stdout)
 	o.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	ranks := fs.Int("ranks", 1, "plan one process of a data-parallel run over this many (as under mpirun -np N): its share of --batch, the gradient buckets")

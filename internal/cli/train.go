@@ -26,15 +26,19 @@ import (
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	var o options
-	fs := newFlagSet("train", stderr)
+	fs := newFlagSet("train", stdout)
 	o.register(fs)
+	var df dataFlags
+	df.register(fs, true)
+	var kf fitFlags
+	kf.register(fs)
 	ckpt := fs.String("checkpoint-dir", "", "write a checkpoint at each epoch end (and on SIGTERM/SIGINT, and with --checkpoint-every) to this directory")
 	every := fs.Int64("checkpoint-every", 0, "also write a checkpoint every this many optimizer steps, at the exact position in the epoch")
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
 	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
 	quiet := fs.Bool("quiet", false, "print only the RESULT line")
 	maxSteps := fs.Int64("max-steps", 0, "stop after this many optimizer steps (0: run every epoch)")
-	savePath := fs.String("save", "", "write the final weights and optimizer state to this safetensors file")
+	savePath := fs.String("save", "", "write the model to this safetensors file: its weights and, in the metadata, its architecture and preprocessing (headroom predict, evaluate and export read it)")
 	rankTimeout := fs.Duration("rank-timeout", 60*time.Second, "under mpirun: how long a collective may wait for the other processes before the job fails naming the missing rank")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of training to this file (go tool pprof)")
 	strict := fs.Bool("strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
@@ -64,12 +68,21 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return runTrainText(&o, textFlags{ckpt: *ckpt, every: *every, resume: *resume, quiet: *quiet, strict: *strict, maxSteps: *maxSteps,
 			save: *savePath, csv: *csvPath, cpuProf: *cpuProfile, fitBudget: *fitBudget, allowLow: *allowPrecision}, stdout)
 	}
-	stream, err := o.planStream()
-	if err != nil {
-		return err
+	var stream *streamed
+	if !df.given() {
+		if stream, err = o.planStream(); err != nil {
+			return err
+		}
 	}
 	var trainSet, testSet *data.Examples
-	if stream != nil { // the training set does not fit beside the plan
+	var pre data.Preprocessing
+	if df.given() { // the user's own data
+		if trainSet, testSet, pre, err = loadData(fs, &o, &df); err != nil {
+			return err
+		}
+	} else if err := df.unused(fs); err != nil {
+		return err
+	} else if stream != nil { // the training set does not fit beside the plan
 		trainSet = stream.standIn
 		if testSet, err = datasets.FashionMNISTTest(o.dataDir); err != nil {
 			return err
@@ -77,7 +90,17 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	} else if trainSet, testSet, err = o.load(); err != nil {
 		return err
 	}
+	if !df.given() {
+		pre = builtinPreprocessing(&o, trainSet)
+	}
 	cfg, err := o.config(trainSet, testSet)
+	if err != nil {
+		return err
+	}
+	if err := kf.apply(&cfg, trainSet, o.lr); err != nil {
+		return err
+	}
+	aug, err := kf.stream(&cfg, trainSet, o.seed)
 	if err != nil {
 		return err
 	}
@@ -139,7 +162,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg = chosen
 	}
-	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs}
+	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs, heldOut: o.heldOut()}
 	cfg.Callbacks = append(cfg.Callbacks, p)
 	cfg.Log = func(msg string) { fmt.Fprintf(out, "headroom: %s\n", msg) }
 	// SIGTERM (Slurm, Kubernetes, spot instances) and SIGINT (Ctrl-C) end
@@ -153,6 +176,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if stream != nil {
 		inMemory = nil // planned for a stream: one batch, no data set, the pipeline's budget
 		cfg.InputBudget = pipelineBudget
+	}
+	if df.streamed != nil { // --data streamed from its files
+		inMemory = nil
+		if cfg.InputBudget, err = df.pipelineBytes(); err != nil {
+			return err
+		}
 	}
 	t, err := train.New(cfg, inMemory)
 	if err != nil {
@@ -198,7 +227,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if stream != nil {
 		h, err = stream.fit(t)
 	} else {
-		h, err = t.Fit(trainSet)
+		h, err = fitData(out, t, trainSet, aug, &df, cfg.Batch, cfg.InputBudget)
 	}
 	p.finish()
 	if tb != nil {
@@ -229,7 +258,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if *savePath != "" { // every process takes part; rank 0 writes
-		if err := t.SaveWeights(*savePath); err != nil {
+		if err := t.SaveModel(*savePath, pre, o.registered(cfg, trainSet)); err != nil {
 			return err
 		}
 	}
@@ -242,9 +271,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	for _, l := range h.Leaks {
 		fmt.Fprintf(out, "warning: %v\n", l)
 	}
-	acc := math.NaN()
+	acc, valLoss := math.NaN(), math.NaN()
 	if n := len(h.Epochs); n > 0 {
-		acc = h.Epochs[n-1].ValAccuracy
+		acc, valLoss = h.Epochs[n-1].ValAccuracy, h.Epochs[n-1].ValLoss
 	}
 	for _, e := range h.Events {
 		fmt.Fprintf(out, "headroom: %v\n", e)
@@ -257,9 +286,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d optstate_bytes=%d allreduce_s=%.3f allreduce_wait_s=%.3f\n",
+	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d optstate_bytes=%d allreduce_s=%.3f allreduce_wait_s=%.3f val_loss=%.6f val_acc=%.4f\n",
 		o.model, o.dataset, o.threads, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
-		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate)/comm.Size(), max(1, cfg.Accumulate), saved, h.SkippedSteps, comm.Size(), t.Engine().Ledger().LiveBy(mem.OptState), h.AllReduceSeconds, h.AllReduceWaitSeconds)
+		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate)/comm.Size(), max(1, cfg.Accumulate), saved, h.SkippedSteps, comm.Size(), t.Engine().Ledger().LiveBy(mem.OptState), h.AllReduceSeconds, h.AllReduceWaitSeconds, valLoss, acc)
 	return nil
 }
 
@@ -276,8 +305,12 @@ func rematSaved(cfg train.Config, trainSet, testSet *data.Examples, t *train.Tra
 	if !cfg.Remat {
 		return 0, nil
 	}
+	evalN := 0
+	if testSet != nil {
+		evalN = testSet.N
+	}
 	cfg.Remat = false
-	plain, _, err := train.PlanFor(cfg, trainSet.N, testSet.N)
+	plain, _, err := train.PlanFor(cfg, trainSet.N, evalN)
 	if err != nil {
 		return 0, err
 	}
@@ -291,8 +324,8 @@ func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *dat
 	if testSet != nil {
 		n = testSet.N
 	}
-	fmt.Fprintf(w, "headroom: model %s on %s (%d train, %d test examples), batch %d, %d epochs\n",
-		o.model, o.dataset, trainSet.N, n, o.batch, o.epochs)
+	fmt.Fprintf(w, "headroom: model %s on %s (%d train, %d %s examples), batch %d, %d epochs\n",
+		o.model, o.dataset, trainSet.N, n, o.heldOut(), o.batch, o.epochs)
 	fmt.Fprintf(w, "memory plan (known before step 1): %s in total\n", mem.FormatBytes(t.Planned))
 	fmt.Fprintf(w, "  training step: params %s, grads %s, optimizer state %s, activations %s, workspace %s, inputs %s; arena %s (lower bound %s)\n",
 		mem.FormatBytes(p.Totals[mem.Param]), mem.FormatBytes(p.Totals[mem.Grad]), mem.FormatBytes(p.Totals[mem.OptState]),
@@ -334,6 +367,9 @@ type progress struct {
 	tty    bool
 	epochs int
 	bar    *progressbar.ProgressBar
+	// heldOut names the set evaluated at epoch ends: "test", or
+	// "validation" (Keras' val_loss and val_accuracy)
+	heldOut string
 }
 
 func (p *progress) OnBatchEnd(epoch, batch, batches int, loss float64) {
@@ -356,7 +392,11 @@ func (p *progress) OnEpochEnd(t *train.Trainer, l *train.EpochLog) error {
 		line += fmt.Sprintf(" accuracy %.4f", l.Accuracy)
 	}
 	if !math.IsNaN(l.ValLoss) {
-		line += fmt.Sprintf(" test_loss %.4f test_accuracy %.4f", l.ValLoss, l.ValAccuracy)
+		prefix := "test"
+		if p.heldOut == "validation" {
+			prefix = "val"
+		}
+		line += fmt.Sprintf(" %s_loss %.4f %s_accuracy %.4f", prefix, l.ValLoss, prefix, l.ValAccuracy)
 	}
 	fmt.Fprintf(p.w, "%s (%.1fs)\n", line, l.Seconds)
 	return nil

@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/datasets"
+	"github.com/headroom-ml/headroom/export/onnx"
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/step"
+	"github.com/headroom-ml/headroom/tensor"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// exportBatch is the batch the exported graph is built at: any size
+// above 1 (the batch axis is symbolic in the file), and the calibration
+// batch.
+const exportBatch = 128
+
+func runExport(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("export", stdout)
+	load := fs.String("load", "", "the model file (written by headroom train --save)")
+	format := fs.String("format", "onnx", "the export format: onnx")
+	out := fs.String("out", "", "the file to write, e.g. model.onnx")
+	opset := fs.Int("opset", onnx.DefaultOpset, fmt.Sprintf("the ONNX opset, %d to %d", onnx.MinOpset, onnx.MaxOpset))
+	int8 := fs.Bool("int8", false, "quantize after training: weights int8 per output channel, activations uint8 with ranges calibrated on --calibration-data (QDQ, which onnxruntime's CPU provider runs as integer kernels)")
+	calib := fs.String("calibration-data", "", "with --int8: data to calibrate the activations' ranges on, read as the model's training data (default: a sample of the training data, if it is still where it was)")
+	calibLabels := fs.String("calibration-labels", "", "with --int8: ignored labels file of npy or idx calibration data")
+	calibBatches := fs.Int("calibration-batches", 8, fmt.Sprintf("with --int8: batches of %d examples to calibrate on", exportBatch))
+	threads := fs.Int("threads", defaultThreads(), "threads for calibration")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *load == "" || *out == "" {
+		return errors.New("--load (a model file) and --out are required")
+	}
+	if *format != "onnx" {
+		return fmt.Errorf("--format %q: headroom exports onnx", *format)
+	}
+	if *opset < onnx.MinOpset || *opset > onnx.MaxOpset {
+		return fmt.Errorf("--opset %d: want %d to %d", *opset, onnx.MinOpset, onnx.MaxOpset)
+	}
+	if *calibBatches <= 0 || *threads <= 0 {
+		return errors.New("--calibration-batches and --threads must be positive")
+	}
+	if !*int8 && *calib != "" {
+		return errors.New("--calibration-data is for --int8")
+	}
+	if same(*out, *load) {
+		return fmt.Errorf("--out %s would overwrite the model file", *out)
+	}
+	setThreads(*threads)
+	mf, err := train.LoadModel(*load)
+	if err != nil {
+		return err
+	}
+	m, err := exportModel(mf)
+	if err != nil {
+		return err
+	}
+	var f32 bytes.Buffer
+	if err := onnx.Write(&f32, m, onnx.Options{Opset: *opset, ProducerVersion: version}); err != nil {
+		return err
+	}
+	file := f32.Bytes()
+	if *int8 {
+		samples, what, err := calibrationSamples(mf, *calib, *calibLabels, *calibBatches*exportBatch)
+		if err != nil {
+			return err
+		}
+		ranges, err := onnx.Calibrate(m, (len(samples)+exportBatch-1)/exportBatch, func(i int, in map[string]tensor.Tensor) error {
+			x := in[m.Inputs[0].Attr().Name]
+			per := x.Len() / exportBatch
+			for r := 0; r < exportBatch; r++ {
+				src := samples[(i*exportBatch+r)%len(samples)] // the last batch repeats the first examples
+				for k := 0; k < per; k++ {
+					x.SetFloat64At(r*per+k, float64(src[k]))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var i8 bytes.Buffer
+		if err := onnx.Write(&i8, m, onnx.Options{Opset: *opset, ProducerVersion: version, Int8: &onnx.Int8Options{Ranges: ranges}}); err != nil {
+			return err
+		}
+		file = i8.Bytes()
+		fmt.Fprintf(stdout, "headroom: int8 calibrated on %d examples of %s: %s, %.2fx the float model's %s\n",
+			len(samples), what, mem.FormatBytes(int64(len(file))), float64(len(file))/float64(f32.Len()), mem.FormatBytes(int64(f32.Len())))
+	}
+	if err := writeFileAtomic(*out, file); err != nil {
+		return err
+	}
+	x := m.Inputs[0]
+	fmt.Fprintf(stdout, "headroom: wrote %s (%s, ONNX opset %d): input %q %s%s, output %q %s%s\n", *out, mem.FormatBytes(int64(len(file))),
+		*opset, x.Attr().Name, x.DType(), batchShape(x.Shape()), m.Outputs[0].Name, m.Outputs[0].Node.DType(), batchShape(m.Outputs[0].Node.Shape()))
+	return nil
+}
+
+// exportModel builds the model's inference graph, as predict runs it, for
+// export.
+func exportModel(mf *train.ModelFile) (onnx.Model, error) {
+	var b *step.Builder
+	err := graph.Catch(func() { b = step.NewBuilder(step.Config{Model: mf.Model}, exportBatch, step.Infer) })
+	if err != nil {
+		return onnx.Model{}, err
+	}
+	if len(b.Inputs) != 1 {
+		return onnx.Model{}, fmt.Errorf("the model has %d inputs; export takes one", len(b.Inputs))
+	}
+	meta := map[string]string{}
+	if names := mf.Preprocessing.ClassNames; names != nil {
+		j, _ := json.Marshal(names)
+		meta["classes"] = string(j)
+	}
+	if p, err := json.Marshal(mf.Preprocessing); err == nil {
+		meta["headroom.preprocessing"] = string(p)
+	}
+	m := onnx.Model{Graph: b.G, Inputs: b.Inputs, Weights: mf.Weight, Metadata: meta,
+		Doc: fmt.Sprintf("exported by headroom from %s; inputs as headroom feeds them (integer data times %g)", filepath.Base(mf.Path), mf.Preprocessing.ScaleOrDefault())}
+	for i, o := range b.Outputs {
+		name := "output"
+		if i > 0 {
+			name = fmt.Sprintf("output_%d", i)
+		}
+		m.Outputs = append(m.Outputs, onnx.Output{Name: name, Node: o})
+	}
+	return m, nil
+}
+
+// calibrationSamples returns up to n examples as the model's input (float
+// values, scaled), a seeded sample of --calibration-data or of the
+// training data, and what they are.
+func calibrationSamples(mf *train.ModelFile, path, labels string, n int) ([][]float32, string, error) {
+	pre := mf.Preprocessing
+	scale := pre.ScaleOrDefault()
+	src := &data.Source{Path: path, Labels: labels, Unlabeled: true, Preprocessing: pre}
+	src.Format, src.Shape = "", nil
+	switch {
+	case path != "":
+	case pre.Data == "digits" || pre.Data == "fashion-mnist" || pre.Data == "fashion":
+		var e *data.Examples
+		var err error
+		if pre.Data == "digits" {
+			e, _, err = datasets.Digits()
+		} else {
+			e, _, err = datasets.FashionMNIST("")
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return examplesSample(e, n), pre.Data, nil
+	case pre.Data != "":
+		if _, err := os.Stat(pre.Data); err != nil {
+			return nil, "", fmt.Errorf("--int8 needs --calibration-data: the training data %s is not there any more", pre.Data)
+		}
+		src.Path, src.Format = pre.Data, pre.Format
+	default:
+		return nil, "", errors.New("--int8 needs --calibration-data (the model file does not say where its training data is)")
+	}
+	ds, err := src.Open()
+	if err != nil {
+		return nil, "", err
+	}
+	var out [][]float32
+	// a seeded sample: a shuffle buffer over the data's order (image
+	// folders list one class after the other)
+	sample := ds.Shuffle(max(4*n, 4096), 42).Take(n)
+	for s, err := range sample.All(context.Background(), data.Config{Name: "calibration"}) {
+		if err != nil {
+			return nil, "", err
+		}
+		row := make([]float32, s.X.Len())
+		for k := range row {
+			v := s.X.Float64At(k)
+			if s.X.DType() == tensor.Uint8 {
+				v *= scale
+			}
+			row[k] = float32(v)
+		}
+		out = append(out, row)
+	}
+	if len(out) == 0 {
+		return nil, "", fmt.Errorf("the calibration data %s holds no examples", src.Path)
+	}
+	return out, src.Path, nil
+}
+
+// examplesSample returns up to n examples of e, evenly spread.
+func examplesSample(e *data.Examples, n int) [][]float32 {
+	d := e.Shape.Size()
+	step := max(1, e.N/n)
+	var out [][]float32
+	for i := 0; i < e.N && len(out) < n; i += step {
+		row := make([]float32, d)
+		for k := range row {
+			if e.Floats != nil {
+				row[k] = e.Floats[i*d+k]
+			} else {
+				row[k] = float32(e.Pixels[i*d+k]) * e.Scale
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// writeFileAtomic writes b to a temporary file beside path and renames it
+// into place.
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	f.Chmod(0o644) // as os.Create would make it (CreateTemp makes 0600)
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// batchShape prints a shape with the symbolic batch: [N, 28, 28, 1].
+func batchShape(s tensor.Shape) string {
+	out := "[N"
+	for _, d := range s[1:] {
+		out += fmt.Sprintf(", %d", d)
+	}
+	return out + "]"
+}
