@@ -34,7 +34,7 @@ type options struct {
 	keras, profileDir                  string
 	seq                                int    // text: the window, in tokens (bytes)
 	text                               string // text: a file or folder of text to train on
-	userData                           bool // --data: the held-out set is validation data, not a test set
+	userData                           bool   // --data: the held-out set is validation data, not a test set
 }
 
 func (o *options) register(fs *flag.FlagSet) {
