@@ -160,6 +160,7 @@ func gradCases() []gradCase {
 			return graph.Tanh(graph.Add(graph.MatMul(x[0], x[1]), x[2]))
 		}},
 	}
+	cases = append(cases, visionGradCases()...)
 	return cases
 }
 

@@ -89,6 +89,11 @@ type Attr struct {
 	// operands to bfloat16 and sum the products in float32 (see
 	// Graph.SetMatMulBF16).
 	BF16 bool
+
+	// vision ops (vision.go)
+	Dilation [2]int     // Conv2D, its gradients, Conv2DTranspose: dilation rate (0: 1)
+	Groups   int        // the same: filter groups (0: 1)
+	Act      [4]float64 // the parameters of an activation op (see its builder)
 }
 
 // ID returns the node's position in the graph (inputs have smaller ids).
