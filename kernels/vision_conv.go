@@ -505,3 +505,19 @@ func depthwiseFilter[T Float](dfilter, x, dy []T, g ConvGeom, f, n0, n1 int) {
 		}
 	}
 }
+
+// NewConvGeneralGeom returns the geometry of a convolution as
+// NewConvGeom, with taps dh rows and dw columns apart and groups filter
+// groups: the window's extent is (kh-1)·dh + 1 for the output size and
+// the padding. It panics as NewConvGeom, or if dh, dw or groups is below 1.
+func NewConvGeneralGeom(n, h, w, c, kh, kw, sh, sw, dh, dw, groups int, same bool) ConvGeom {
+	if dh < 1 || dw < 1 || groups < 1 {
+		panicf("NewConvGeneralGeom: dilation %dx%d, groups %d; want each >= 1", dh, dw, groups)
+	}
+	g := NewConvGeom(n, h, w, c, (kh-1)*dh+1, (kw-1)*dw+1, sh, sw, same)
+	g.KH, g.KW = kh, kw
+	if dh > 1 || dw > 1 || groups > 1 {
+		g.DH, g.DW, g.Groups = dh, dw, groups
+	}
+	return g
+}
