@@ -33,8 +33,8 @@ type options struct {
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN)")
-	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic")
+	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN), resnet (ResNet-20), unet (a small U-Net, for shapes)")
+	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic, shapes (segmentation: a class per pixel)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory of the Fashion-MNIST files (default "+datasets.FashionMNISTDir+")")
 	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 1 otherwise)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits, 128 otherwise)")
@@ -105,13 +105,16 @@ func (o *options) load() (trainSet, testSet *data.Examples, err error) {
 	case "synthetic":
 		// the peers' sizes: 60,000 examples for the mlp, 20,000 for the cnn
 		n, shape := 60000, tensor.Shape{784}
-		if o.model == "cnn" {
+		if o.model == "cnn" || o.model == "resnet" {
 			n, shape = 20000, tensor.Shape{28, 28, 1}
 		}
 		tr, te := datasets.Synthetic(shape, n, n/10, 10, 0)
 		return tr, te, nil
+	case "shapes":
+		tr, te := datasets.Shapes(ShapesTrain, ShapesTest, ShapesSize, 0)
+		return tr, te, nil
 	}
-	return nil, nil, fmt.Errorf("unknown data set %q (known: digits, fashion-mnist, synthetic)", o.dataset)
+	return nil, nil, fmt.Errorf("unknown data set %q (known: digits, fashion-mnist, synthetic, shapes)", o.dataset)
 }
 
 // config builds the model and the training configuration for the data.
