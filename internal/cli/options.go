@@ -36,8 +36,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN), resnet (ResNet-20), unet (a small U-Net, for shapes)")
 	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic, shapes (segmentation: a class per pixel)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory of the Fashion-MNIST files (default "+datasets.FashionMNISTDir+")")
-	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 1 otherwise)")
-	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits, 128 otherwise)")
+	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 4 on shapes, 1 otherwise)")
+	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits and shapes, 128 otherwise)")
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "threads for kernels")
 	fs.Float64Var(&o.lr, "lr", 1e-3, "learning rate")
 	fs.StringVar(&o.optimizer, "optimizer", "adam", "optimizer: adam, adamw, sgd, momentum, nesterov")
@@ -64,14 +64,20 @@ func (o *options) parse(fs *flag.FlagSet, args []string) error {
 func (o *options) finish() error {
 	if o.epochs == 0 {
 		o.epochs = 1
-		if o.dataset == "digits" {
+		switch o.dataset {
+		case "digits":
 			o.epochs = 20
+		case "shapes":
+			o.epochs = shapesEpochs
 		}
 	}
 	if o.batch == 0 {
 		o.batch = 128
-		if o.dataset == "digits" {
+		switch o.dataset {
+		case "digits":
 			o.batch = 32
+		case "shapes":
+			o.batch = shapesBatch
 		}
 	}
 	if o.batch < 0 || o.epochs < 0 || o.threads <= 0 || o.accumulate <= 0 {
@@ -111,7 +117,7 @@ func (o *options) load() (trainSet, testSet *data.Examples, err error) {
 		tr, te := datasets.Synthetic(shape, n, n/10, 10, 0)
 		return tr, te, nil
 	case "shapes":
-		tr, te := datasets.Shapes(ShapesTrain, ShapesTest, ShapesSize, 0)
+		tr, te := datasets.Shapes(shapesTrain, shapesTest, shapesSize, 0)
 		return tr, te, nil
 	}
 	return nil, nil, fmt.Errorf("unknown data set %q (known: digits, fashion-mnist, synthetic, shapes)", o.dataset)
