@@ -59,7 +59,29 @@ func (b *BatchNormalization) Forward(c *Context, x *graph.Node) *graph.Node {
 	if beta != nil {
 		shift = graph.Sub(beta, graph.Mul(mean, scale))
 	}
+	if !c.Training {
+		if y := foldIntoConv(x, scale); y != nil {
+			return graph.Add(y, shift)
+		}
+	}
 	return graph.Add(graph.Mul(x, scale), shift)
+}
+
+// foldIntoConv returns, when x is a plain float32 or float64 Conv2D,
+// that convolution with its filter [KH, KW, C, F] scaled per output
+// channel: conv(x, W)·scale = conv(x, W·scale), so in inference
+// BatchNormalization costs a [KH, KW, C, F] product and a bias, not a pass
+// over the output (the unscaled convolution is left unread and pruned).
+// It returns nil otherwise.
+func foldIntoConv(x, scale *graph.Node) *graph.Node {
+	if x.Op() != graph.OpConv2D || x.Attr().BF16 {
+		return nil
+	}
+	in, w := x.Inputs()[0], x.Inputs()[1]
+	if w.DType() != scale.DType() {
+		return nil
+	}
+	return graph.Conv2DWith(in, graph.Mul(w, scale), graph.ConvOptionsOf(x.Attr()))
 }
 
 func or(v, def float64) float64 {

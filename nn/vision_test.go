@@ -247,3 +247,64 @@ func TestVisionLayerValues(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchNormFoldsIntoConv: in inference a BatchNormalization after a
+// Conv2D scales the filter instead of the output (no product over the
+// output's elements), with the same values as the unfolded form.
+func TestBatchNormFoldsIntoConv(t *testing.T) {
+	in := tensor.Shape{2, 5, 5, 3}
+	x := make([]float64, in.Size())
+	for i := range x {
+		x[i] = math.Sin(float64(i) * 0.7)
+	}
+	vars := map[string][]float64{
+		"c/kernel":           seqScaled(3*3*3*4, 0.01),
+		"bn/gamma":           {1.5, -0.5, 2, 0.7},
+		"bn/beta":            {0.1, 0.2, -0.3, 0},
+		"bn/moving_mean":     {0.5, -1, 2, 0},
+		"bn/moving_variance": {2, 0.5, 1.5, 1},
+	}
+	build := func(fold bool) ([]float64, *graph.Graph) {
+		en := newEngine(t)
+		var g *graph.Graph
+		p := en.load(func() (*graph.Graph, compileOptions) {
+			g = graph.New()
+			c := nn.NewContext(g, false, 1)
+			c.DType = tensor.Float64
+			xn := g.Input("x", tensor.Float64, in)
+			h := (&nn.Conv2D{LayerName: "c", Filters: 4, Kernel: [2]int{3, 3}, Same: true, NoBias: true}).Forward(c, xn)
+			if !fold {
+				h = graph.AddScalar(h, 0) // not a convolution any more: no folding
+			}
+			y := (&nn.BatchNormalization{LayerName: "bn"}).Forward(c, h)
+			return g, outputs("bn", "y", y)
+		})
+		for k, v := range vars {
+			en.setVariable(k, v)
+		}
+		p.set("x", x)
+		p.run()
+		y, _ := p.get("y")
+		return y, g
+	}
+	folded, g := build(true)
+	plain, _ := build(false)
+	for i := range plain {
+		if math.Abs(folded[i]-plain[i]) > 1e-12*max(1, math.Abs(plain[i])) {
+			t.Fatalf("element %d: folded %v, unfolded %v", i, folded[i], plain[i])
+		}
+	}
+	for _, n := range g.Nodes() {
+		if n.Op() == graph.OpMul && n.Shape().Size() == 2*5*5*4 {
+			t.Errorf("the folded graph multiplies the output: %v", n)
+		}
+	}
+}
+
+func seqScaled(n int, s float64) []float64 {
+	x := seq(n)
+	for i := range x {
+		x[i] = math.Cos(x[i]) * s * 10
+	}
+	return x
+}
