@@ -1,7 +1,13 @@
 // Package nn holds the model vocabulary: layers (Dense, Conv2D, pooling,
 // Flatten, Dropout, BatchNormalization, LayerNormalization, Embedding,
-// Activation), activations, losses, initializers and the Sequential model,
-// in the shape Keras users know, channels-last (NHWC) as Keras.
+// Activation; the vision layers of vision.go and activations2.go:
+// DepthwiseConv2D, SeparableConv2D, Conv2DTranspose, UpSampling2D,
+// ZeroPadding2D, Cropping2D, GlobalMaxPooling2D, Reshape, Permute,
+// RepeatVector, Rescaling, Normalization, SpatialDropout2D, ReLU,
+// LeakyReLU, ELU, PReLU, Softmax), activations, losses, initializers, the
+// Sequential and functional models and the reference models (models.go,
+// models_vision.go: ResNet-20, a U-Net), in the shape Keras users know,
+// channels-last (NHWC) as Keras.
 //
 // In the life of a step, nn is the first stage: a model's Forward builds
 // graph nodes over symbolic inputs with a concrete batch size. Layers hold
@@ -21,8 +27,17 @@
 //     does not depend on the order layers are built in.
 //   - BatchNormalization (momentum 0.99, epsilon 1e-3) normalizes over every
 //     axis but the last, uses the batch's biased variance in training and
-//     updates the moving statistics as Keras does (moving = momentum*moving
-//   - (1-momentum)*batch); in inference it uses the moving statistics.
+//     updates the moving statistics as Keras 3 does (moving =
+//     momentum*moving + (1-momentum)*batch; Keras 2's fused kernel and
+//     PyTorch correct the batch variance by n/(n-1) for it); in inference
+//     it uses the moving statistics, folded into a Conv2D before it.
+//   - UpSampling2D's bilinear interpolation is TensorFlow's
+//     tf.image.resize (half-pixel centers, no antialiasing), which Keras 2
+//     and 3 both call; hard_sigmoid is Keras 3's x/6 + 1/2 clipped (Keras
+//     2's 0.2·x + 1/2 is "hard_sigmoid_keras2").
+//   - Conv2DTranspose's output size is Keras' deconv_output_length; a size
+//     TensorFlow would reject (the forward convolution of the output does
+//     not give the input's size) is an error here too.
 //   - Dropout is inverted dropout (kept units scaled by 1/(1-rate)) with a
 //     counter-based mask: a function of (seed, layer, step), so runs and
 //     resumed runs draw the same masks.
