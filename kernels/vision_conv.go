@@ -328,13 +328,13 @@ const dwParts = 2
 func runDepthwise[T Float](kind dwKind, a, b, c, work []T, g ConvGeom, f int) {
 	dwMu.Lock()
 	defer dwMu.Unlock()
+	// the parts are plain functions: a generic one's value would allocate
 	var j *dwJob[T]
-	var fn func(any, int)
-	switch p := any(&dwJob32).(type) {
-	case *dwJob[T]:
-		j, fn = p, dwPart[T]
-	default:
-		j, fn = any(&dwJob64).(*dwJob[T]), dwPart[T]
+	fn := dwPart64
+	if p, ok := any(&dwJob32).(*dwJob[T]); ok {
+		j, fn = p, dwPart32
+	} else {
+		j = any(&dwJob64).(*dwJob[T])
 	}
 	parts := min(max(g.N, 1), dwParts*Threads())
 	if kind == dwFilter {
@@ -349,6 +349,9 @@ func runDepthwise[T Float](kind dwKind, a, b, c, work []T, g ConvGeom, f int) {
 	}
 	*j = dwJob[T]{} // drop the caller's slices
 }
+
+func dwPart32(arg any, p int) { dwPart[float32](arg, p) }
+func dwPart64(arg any, p int) { dwPart[float64](arg, p) }
 
 // dwPart runs part p of the depthwise job arg.
 func dwPart[T Float](arg any, p int) {

@@ -129,13 +129,14 @@ func Moments[T Float](dst, x []T, rows, cols int, work []float64) []T {
 	}
 	momentsMu.Lock()
 	var j *momentsJob[T]
+	part := momentsPart64 // a plain function: a generic one's value would allocate
 	if p, ok := any(&momentsJob32).(*momentsJob[T]); ok {
-		j = p
+		j, part = p, momentsPart32
 	} else {
 		j = any(&momentsJob64).(*momentsJob[T])
 	}
 	*j = momentsJob[T]{x: x, rows: rows, cols: cols, work: work}
-	Parallel(momentsParts, momentsPart[T], j)
+	Parallel(momentsParts, part, j)
 	*j = momentsJob[T]{}
 	momentsMu.Unlock()
 	n := float64(rows)
@@ -151,6 +152,9 @@ func Moments[T Float](dst, x []T, rows, cols int, work []float64) []T {
 	}
 	return dst
 }
+
+func momentsPart32(arg any, p int) { momentsPart[float32](arg, p) }
+func momentsPart64(arg any, p int) { momentsPart[float64](arg, p) }
 
 // momentsPart sums part p of the rows, shifted by row 0, into its two
 // rows of work.

@@ -218,3 +218,64 @@ func naiveMoments(x []float64, rows, cols int) []float64 {
 	}
 	return want
 }
+
+// TestVisionNoAllocs: the vision kernels allocate nothing (the runtime's
+// zero-allocation step rests on it), on the worker pool too.
+func TestVisionNoAllocs(t *testing.T) {
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(2)
+	r := rng(11)
+	type conv struct {
+		name string
+		g    kernels.ConvGeom
+		f    int
+	}
+	convs := []conv{
+		{"dilated", kernels.NewConvGeneralGeom(4, 9, 9, 4, 3, 3, 1, 1, 2, 2, 1, true), 6},
+		{"grouped", kernels.NewConvGeneralGeom(4, 9, 9, 4, 3, 3, 1, 1, 1, 1, 2, true), 6},
+		{"depthwise", kernels.NewConvGeneralGeom(4, 9, 9, 4, 3, 3, 1, 1, 1, 1, 4, true), 8},
+	}
+	calls := map[string]func(){}
+	for _, c := range convs {
+		g, f := c.g, c.f
+		x := f32(testutil.RandFloats(r, g.N*g.H*g.W*g.C))
+		w := f32(testutil.RandFloats(r, g.KH*g.KW*(g.C/max(g.Groups, 1))*f))
+		y := make([]float32, g.N*g.OH*g.OW*f)
+		work := make([]float32, kernels.ConvGeneralWork(g, f, 2))
+		x64, w64, y64 := f64s(x), f64s(w), f64s(y)
+		work64 := make([]float64, len(work))
+		calls[c.name+"/Conv2D"] = func() { kernels.Conv2D(y, x, w, work, g, f) }
+		calls[c.name+"/Conv2DBackpropInput"] = func() { kernels.Conv2DBackpropInput(x, y, w, work, g, f) }
+		calls[c.name+"/Conv2DBackpropFilter"] = func() { kernels.Conv2DBackpropFilter(w, x, y, work, g, f) }
+		calls[c.name+"/Conv2D float64"] = func() { kernels.Conv2D(y64, x64, w64, work64, g, f) }
+		calls[c.name+"/Conv2DBackpropFilter float64"] = func() { kernels.Conv2DBackpropFilter(w64, x64, y64, work64, g, f) }
+	}
+	rg := kernels.ResizeGeom{N: 2, H: 4, W: 5, C: 3, OH: 8, OW: 10}
+	small, big := make([]float32, 2*4*5*3), make([]float32, 2*8*10*3)
+	calls["ResizeBilinear"] = func() { kernels.ResizeBilinear(big, small, rg) }
+	calls["ResizeBilinearGrad"] = func() { kernels.ResizeBilinearGrad(small, big, rg) }
+	mx := f32(testutil.RandFloats(r, 4096*16))
+	mdst, mwork := make([]float32, 32), make([]float64, kernels.MomentsWork(16))
+	calls["Moments"] = func() { kernels.Moments(mdst, mx, 4096, 16, mwork) }
+	mx64 := f64s(mx)
+	mdst64 := make([]float64, 32)
+	calls["Moments float64"] = func() { kernels.Moments(mdst64, mx64, 4096, 16, mwork) }
+	a, b := f32(testutil.RandFloats(r, 100)), make([]float32, 100)
+	calls["ReluClip"] = func() { kernels.ReluClip(b, a, 6, 0.1, 0) }
+	calls["ReluClipGrad"] = func() { kernels.ReluClipGrad(b, a, a, 6, 0.1, 0, true) }
+	calls["Elu"] = func() { kernels.Elu(b, a, 1, 1) }
+	calls["EluGrad"] = func() { kernels.EluGrad(b, a, a, 1, 1) }
+	calls["Silu"] = func() { kernels.Silu(b, a) }
+	calls["SiluGrad"] = func() { kernels.SiluGrad(b, a, a) }
+	calls["HardSwish"] = func() { kernels.HardSwish(b, a) }
+	calls["HardSwishGrad"] = func() { kernels.HardSwishGrad(b, a, a) }
+	calls["Softplus"] = func() { kernels.Softplus(b, a) }
+	calls["SoftplusGrad"] = func() { kernels.SoftplusGrad(b, a, a) }
+	calls["Softsign"] = func() { kernels.Softsign(b, a) }
+	calls["SoftsignGrad"] = func() { kernels.SoftsignGrad(b, a, a) }
+	for name, call := range calls {
+		if n := testing.AllocsPerRun(10, call); n != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", name, n)
+		}
+	}
+}
