@@ -141,7 +141,7 @@ func conv2DInputGeneral[T Float](fn string, dx, dy, filter, work []T, g ConvGeom
 			rows := nb * per
 			dyg := dy[n0*per*f : (n0*per+rows)*f]
 			if gr > 1 {
-				gatherColumns(tmp[:rows*fg], dy[n0*per*f:], rows, f, gi*fg, fg)
+				packGroupColumns(tmp[:rows*fg], dy[n0*per*f:], rows, f, gi*fg, fg)
 				dyg = tmp[:rows*fg]
 			}
 			// [rows, F/G]·[K', F/G]ᵀ -> [rows, K']
@@ -178,7 +178,7 @@ func conv2DFilterGeneral[T Float](fn string, dfilter, x, dy, work []T, g ConvGeo
 			im2colGroup(cols[:rows*kg], x, g, n0, nb, gi)
 			dyg := dy[n0*per*f : (n0*per+rows)*f]
 			if gr > 1 {
-				gatherColumns(tmp[:rows*fg], dy[n0*per*f:], rows, f, gi*fg, fg)
+				packGroupColumns(tmp[:rows*fg], dy[n0*per*f:], rows, f, gi*fg, fg)
 				dyg = tmp[:rows*fg]
 			}
 			// [rows, K']ᵀ·[rows, F/G] -> [K', F/G], accumulated over chunks
@@ -200,15 +200,13 @@ func generalSlots[T Float](work []T, rows, kg, fg int) (cols, tmp, fp []T) {
 	return cols, tmp, fp
 }
 
-// packGroupColumns copies columns [c0, c0+w) of m [rows, ld] into d [rows, w].
+// packGroupColumns copies columns [c0, c0+w) of m [rows, ld] into d
+// [rows, w]: a group's filter columns, or its slice of dy.
 func packGroupColumns[T Float](d, m []T, rows, ld, c0, w int) {
 	for r := 0; r < rows; r++ {
 		copy(d[r*w:r*w+w], m[r*ld+c0:r*ld+c0+w])
 	}
 }
-
-// gatherColumns is packGroupColumns of the rows rows of m.
-func gatherColumns[T Float](d, m []T, rows, ld, c0, w int) { packGroupColumns(d, m, rows, ld, c0, w) }
 
 // scatterColumns copies s [rows, w] into columns [c0, c0+w) of m [rows, ld].
 func scatterColumns[T Float](m, s []T, rows, ld, c0, w int) {
