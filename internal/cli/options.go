@@ -34,7 +34,7 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN), resnet (ResNet-20), unet (a small U-Net, for shapes)")
-	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic, shapes (segmentation: a class per pixel)")
+	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic, shapes (segmentation: a class per pixel; the default for --model unet)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory of the Fashion-MNIST files (default "+datasets.FashionMNISTDir+")")
 	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 4 on shapes, 1 otherwise)")
 	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits and shapes, 128 otherwise)")
@@ -57,6 +57,11 @@ func (o *options) parse(fs *flag.FlagSet, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	dataset := false
+	fs.Visit(func(f *flag.Flag) { dataset = dataset || f.Name == "dataset" })
+	if !dataset && o.model == "unet" {
+		o.dataset = "shapes" // a segmentation model: its own data set unless told
 	}
 	return o.finish()
 }

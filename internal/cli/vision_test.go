@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/internal/cli"
@@ -51,6 +52,10 @@ func TestUNetPlanBudget(t *testing.T) {
 		return decodePlan(t, out)["peak_bytes"]
 	}
 	full := peak(64)
+	// the U-Net plans on its own data set unless told another
+	if status, out, stderr := run(t, "plan", "--json", "--model", "unet"); status != 0 || !strings.Contains(out, `"dataset": "shapes"`) {
+		t.Errorf("plan --model unet: status %d, want the shapes data set:\n%s%s", status, out, stderr)
+	}
 	budget := (peak(16) + peak(24)) / 2 // between two batch sizes
 	status, out, stderr := run(t, "plan", "--json", "--model", "unet", "--dataset", "shapes", "--batch", "64", "--budget", fmt.Sprint(budget))
 	if status != 0 {
