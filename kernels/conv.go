@@ -175,6 +175,9 @@ func conv2D[T Float](fn string, dst, x, filter, work []T, g ConvGeom, f int, mm 
 		clear(dst)
 		return dst
 	}
+	if convDirect(dst, x, filter, work, g, f, bf16) { // float32, few channels (vision_direct.go)
+		return dst
+	}
 	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
 		return dst
 	}
@@ -221,6 +224,9 @@ func conv2DInput[T Float](fn string, dx, dy, filter, work []T, g ConvGeom, f int
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	if k == 0 || per == 0 {
 		clear(dx)
+		return dx
+	}
+	if convInputDirect(dx, dy, filter, work, g, f, bf16) { // float32, stride 1 (vision_direct.go)
 		return dx
 	}
 	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {

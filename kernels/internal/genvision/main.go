@@ -1,0 +1,103 @@
+// Command genvision writes kernels/vision_amd64.s and its Go declarations:
+// the AVX-512 tile of the direct convolution (vision_direct.go), with avo
+// (github.com/mmcloughlin/avo). The Go side is vision_amd64.go.
+//
+// convTile512rRvV computes R consecutive output positions (one output row
+// of an NHWC convolution) × 16·V output channels, V ≤ 2, holding the R·V
+// accumulators in zmm registers while it walks the taps of the window
+// and, per tap, the input channels: each input value is broadcast from
+// memory into the multiply-add with one or two vectors of 16 filter
+// values. Nothing is packed: the input is read where it lies (Georganas et
+// al., "Anatomy of High-Performance Deep Learning Convolutions on SIMD
+// Architectures", SC 2018, the direct convolution's register blocking).
+//
+//	go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// tileRows are the tile heights generated, for each width V of 1 and 2.
+var tileRows = []int{12, 8, 4, 2, 1}
+
+func main() {
+	ConstraintExpr("!purego")
+	for _, v := range []int{1, 2} {
+		for _, r := range tileRows {
+			convTile(r, v)
+		}
+	}
+	Generate()
+}
+
+func convTile(rows, nv int) {
+	name := fmt.Sprintf("convTile512r%dv%d", rows, nv)
+	TEXT(name, NOSPLIT, "func(y, x, w *float32, xoff, woff *int, taps, cin, xstride, ldw, ldy int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets y[r·ldy + j] = Σ_{t < taps, c < cin} x[xoff[t]/4 + r·xstride + c]·w[woff[t]/4 + c·ldw + j]", name),
+		fmt.Sprintf("for r < %d and j < %d (xoff, woff in bytes; strides in floats; cin >= 1), summing", rows, 16*nv),
+		"over taps, then channels, in order.")
+	y, x, w := Load(Param("y"), reg.RDI), Load(Param("x"), reg.RSI), Load(Param("w"), reg.RDX)
+	xoff, woff := Load(Param("xoff"), reg.R8), Load(Param("woff"), reg.R9)
+	taps, cin := Load(Param("taps"), reg.R10), Load(Param("cin"), reg.R11)
+	xstride, ldw, ldy := Load(Param("xstride"), reg.R12), Load(Param("ldw"), reg.R13), Load(Param("ldy"), reg.R14)
+	for _, r := range []reg.Register{xstride, ldw, ldy} {
+		SHLQ(U8(2), r)
+	}
+	xp, wp, p, c := reg.RAX, reg.RBX, reg.RCX, reg.R15
+	acc := make([][]reg.VecPhysical, rows)
+	zs := []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9, reg.Z10, reg.Z11,
+		reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23}
+	for r := range acc {
+		acc[r] = zs[r*nv : r*nv+nv]
+		for _, a := range acc[r] {
+			VXORPS(a, a, a)
+		}
+	}
+	b := []reg.VecPhysical{reg.Z28, reg.Z29}
+	Label("tap")
+	CMPQ(taps, U8(0))
+	JE(LabelRef("store"))
+	MOVQ(Mem{Base: xoff}, xp)
+	ADDQ(x, xp)
+	MOVQ(Mem{Base: woff}, wp)
+	ADDQ(w, wp)
+	MOVQ(cin, c)
+	Label("channel")
+	for v := 0; v < nv; v++ {
+		VMOVUPS(Mem{Base: wp, Disp: 64 * v}, b[v])
+	}
+	MOVQ(xp, p)
+	for r := 0; r < rows; r++ {
+		for v := 0; v < nv; v++ {
+			VFMADD231PS_BCST(Mem{Base: p}, b[v], acc[r][v])
+		}
+		if r < rows-1 {
+			ADDQ(xstride, p)
+		}
+	}
+	ADDQ(U8(4), xp)
+	ADDQ(ldw, wp)
+	DECQ(c)
+	JNZ(LabelRef("channel"))
+	ADDQ(U8(8), xoff)
+	ADDQ(U8(8), woff)
+	DECQ(taps)
+	JMP(LabelRef("tap"))
+	Label("store")
+	for r := 0; r < rows; r++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(acc[r][v], Mem{Base: y, Disp: 64 * v})
+		}
+		if r < rows-1 {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}

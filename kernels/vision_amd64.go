@@ -1,0 +1,21 @@
+//go:build !purego
+
+package kernels
+
+//go:generate go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
+
+// convTileFunc is the signature of the direct convolution's tiles
+// (vision_amd64.s).
+type convTileFunc func(y, x, w *float32, xoff, woff *int, taps, cin, xstride, ldw, ldy int)
+
+// directTiles holds the tiles by width (V = 1, 2) and height (12, 8, 4,
+// 2, 1), or nothing where the assembly does not run (no AVX-512).
+var directTiles = func() (t [2][5]convTileFunc) {
+	if !simdPool {
+		return t
+	}
+	return [2][5]convTileFunc{
+		{convTile512r12v1, convTile512r8v1, convTile512r4v1, convTile512r2v1, convTile512r1v1},
+		{convTile512r12v2, convTile512r8v2, convTile512r4v2, convTile512r2v2, convTile512r1v2},
+	}
+}()
