@@ -275,6 +275,9 @@ func conv2DFilter[T Float](fn string, dfilter, x, dy, work []T, g ConvGeom, f in
 		clear(dfilter)
 		return dfilter
 	}
+	if convFilterDirect(dfilter, x, dy, g, f, bf16) { // float32, few channels (vision_direct.go)
+		return dfilter
+	}
 	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f, bf16) {
 		return dfilter
 	}

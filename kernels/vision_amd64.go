@@ -19,3 +19,18 @@ var directTiles = func() (t [2][5]convTileFunc) {
 		{convTile512r12v2, convTile512r8v2, convTile512r4v2, convTile512r2v2, convTile512r1v2},
 	}
 }()
+
+// filtTileFunc is the signature of the filter gradient's tiles.
+type filtTileFunc func(dw, x, dy *float32, rows, cols, xcol, xrow, dycol, dyrow, ldw int, acc bool)
+
+// filtTiles holds the filter gradient's tiles by width (V = 1, 2) and
+// channel block (filtChannels), or nothing without AVX-512.
+var filtTiles = func() (t [2][3]filtTileFunc) {
+	if !simdPool {
+		return t
+	}
+	return [2][3]filtTileFunc{
+		{filtTile512c16v1, filtTile512c8v1, filtTile512c4v1},
+		{filtTile512c12v2, filtTile512c8v2, filtTile512c4v2},
+	}
+}()

@@ -759,3 +759,636 @@ store:
 	VMOVUPS Z1, 64(DI)
 	VZEROUPPER
 	RET
+
+// func filtTile512c16v1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·filtTile512c16v1(SB), NOSPLIT, $0-81
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    dycol+56(FP), R12
+	MOVQ    dyrow+64(FP), R13
+	MOVQ    ldw+72(FP), R14
+	SHLQ    $0x02, R14
+	MOVB    acc+80(FP), R9
+	MOVQ    DI, R15
+	CMPB    R9, $0x00
+	JE      zero
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z28
+	VFMADD231PS.BCST (AX), Z28, Z0
+	VFMADD231PS.BCST 4(AX), Z28, Z1
+	VFMADD231PS.BCST 8(AX), Z28, Z2
+	VFMADD231PS.BCST 12(AX), Z28, Z3
+	VFMADD231PS.BCST 16(AX), Z28, Z4
+	VFMADD231PS.BCST 20(AX), Z28, Z5
+	VFMADD231PS.BCST 24(AX), Z28, Z6
+	VFMADD231PS.BCST 28(AX), Z28, Z7
+	VFMADD231PS.BCST 32(AX), Z28, Z8
+	VFMADD231PS.BCST 36(AX), Z28, Z9
+	VFMADD231PS.BCST 40(AX), Z28, Z10
+	VFMADD231PS.BCST 44(AX), Z28, Z11
+	VFMADD231PS.BCST 48(AX), Z28, Z12
+	VFMADD231PS.BCST 52(AX), Z28, Z13
+	VFMADD231PS.BCST 56(AX), Z28, Z14
+	VFMADD231PS.BCST 60(AX), Z28, Z15
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	VZEROUPPER
+	RET
+
+// func filtTile512c8v1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·filtTile512c8v1(SB), NOSPLIT, $0-81
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    dycol+56(FP), R12
+	MOVQ    dyrow+64(FP), R13
+	MOVQ    ldw+72(FP), R14
+	SHLQ    $0x02, R14
+	MOVB    acc+80(FP), R9
+	MOVQ    DI, R15
+	CMPB    R9, $0x00
+	JE      zero
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z28
+	VFMADD231PS.BCST (AX), Z28, Z0
+	VFMADD231PS.BCST 4(AX), Z28, Z1
+	VFMADD231PS.BCST 8(AX), Z28, Z2
+	VFMADD231PS.BCST 12(AX), Z28, Z3
+	VFMADD231PS.BCST 16(AX), Z28, Z4
+	VFMADD231PS.BCST 20(AX), Z28, Z5
+	VFMADD231PS.BCST 24(AX), Z28, Z6
+	VFMADD231PS.BCST 28(AX), Z28, Z7
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	VZEROUPPER
+	RET
+
+// func filtTile512c4v1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·filtTile512c4v1(SB), NOSPLIT, $0-81
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    dycol+56(FP), R12
+	MOVQ    dyrow+64(FP), R13
+	MOVQ    ldw+72(FP), R14
+	SHLQ    $0x02, R14
+	MOVB    acc+80(FP), R9
+	MOVQ    DI, R15
+	CMPB    R9, $0x00
+	JE      zero
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z28
+	VFMADD231PS.BCST (AX), Z28, Z0
+	VFMADD231PS.BCST 4(AX), Z28, Z1
+	VFMADD231PS.BCST 8(AX), Z28, Z2
+	VFMADD231PS.BCST 12(AX), Z28, Z3
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	VZEROUPPER
+	RET
+
+// func filtTile512c12v2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·filtTile512c12v2(SB), NOSPLIT, $0-81
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    dycol+56(FP), R12
+	MOVQ    dyrow+64(FP), R13
+	MOVQ    ldw+72(FP), R14
+	SHLQ    $0x02, R14
+	MOVB    acc+80(FP), R9
+	MOVQ    DI, R15
+	CMPB    R9, $0x00
+	JE      zero
+	VMOVUPS (R15), Z0
+	VMOVUPS 64(R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	VMOVUPS 64(R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	VMOVUPS 64(R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	VMOVUPS 64(R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	VMOVUPS 64(R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	VMOVUPS 64(R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	VMOVUPS 64(R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	VMOVUPS 64(R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	VMOVUPS 64(R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	VMOVUPS 64(R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	VMOVUPS 64(R15), Z21
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z22
+	VMOVUPS 64(R15), Z23
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z28
+	VMOVUPS          64(BX), Z29
+	VFMADD231PS.BCST (AX), Z28, Z0
+	VFMADD231PS.BCST (AX), Z29, Z1
+	VFMADD231PS.BCST 4(AX), Z28, Z2
+	VFMADD231PS.BCST 4(AX), Z29, Z3
+	VFMADD231PS.BCST 8(AX), Z28, Z4
+	VFMADD231PS.BCST 8(AX), Z29, Z5
+	VFMADD231PS.BCST 12(AX), Z28, Z6
+	VFMADD231PS.BCST 12(AX), Z29, Z7
+	VFMADD231PS.BCST 16(AX), Z28, Z8
+	VFMADD231PS.BCST 16(AX), Z29, Z9
+	VFMADD231PS.BCST 20(AX), Z28, Z10
+	VFMADD231PS.BCST 20(AX), Z29, Z11
+	VFMADD231PS.BCST 24(AX), Z28, Z12
+	VFMADD231PS.BCST 24(AX), Z29, Z13
+	VFMADD231PS.BCST 28(AX), Z28, Z14
+	VFMADD231PS.BCST 28(AX), Z29, Z15
+	VFMADD231PS.BCST 32(AX), Z28, Z16
+	VFMADD231PS.BCST 32(AX), Z29, Z17
+	VFMADD231PS.BCST 36(AX), Z28, Z18
+	VFMADD231PS.BCST 36(AX), Z29, Z19
+	VFMADD231PS.BCST 40(AX), Z28, Z20
+	VFMADD231PS.BCST 40(AX), Z29, Z21
+	VFMADD231PS.BCST 44(AX), Z28, Z22
+	VFMADD231PS.BCST 44(AX), Z29, Z23
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	VMOVUPS          Z1, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	VMOVUPS          Z3, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	VMOVUPS          Z5, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	VMOVUPS          Z7, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	VMOVUPS          Z9, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	VMOVUPS          Z11, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	VMOVUPS          Z13, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	VMOVUPS          Z15, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	VMOVUPS          Z17, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	VMOVUPS          Z19, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	VMOVUPS          Z21, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z22, (DI)
+	VMOVUPS          Z23, 64(DI)
+	VZEROUPPER
+	RET
+
+// func filtTile512c8v2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·filtTile512c8v2(SB), NOSPLIT, $0-81
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    dycol+56(FP), R12
+	MOVQ    dyrow+64(FP), R13
+	MOVQ    ldw+72(FP), R14
+	SHLQ    $0x02, R14
+	MOVB    acc+80(FP), R9
+	MOVQ    DI, R15
+	CMPB    R9, $0x00
+	JE      zero
+	VMOVUPS (R15), Z0
+	VMOVUPS 64(R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	VMOVUPS 64(R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	VMOVUPS 64(R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	VMOVUPS 64(R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	VMOVUPS 64(R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	VMOVUPS 64(R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	VMOVUPS 64(R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	VMOVUPS 64(R15), Z15
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z28
+	VMOVUPS          64(BX), Z29
+	VFMADD231PS.BCST (AX), Z28, Z0
+	VFMADD231PS.BCST (AX), Z29, Z1
+	VFMADD231PS.BCST 4(AX), Z28, Z2
+	VFMADD231PS.BCST 4(AX), Z29, Z3
+	VFMADD231PS.BCST 8(AX), Z28, Z4
+	VFMADD231PS.BCST 8(AX), Z29, Z5
+	VFMADD231PS.BCST 12(AX), Z28, Z6
+	VFMADD231PS.BCST 12(AX), Z29, Z7
+	VFMADD231PS.BCST 16(AX), Z28, Z8
+	VFMADD231PS.BCST 16(AX), Z29, Z9
+	VFMADD231PS.BCST 20(AX), Z28, Z10
+	VFMADD231PS.BCST 20(AX), Z29, Z11
+	VFMADD231PS.BCST 24(AX), Z28, Z12
+	VFMADD231PS.BCST 24(AX), Z29, Z13
+	VFMADD231PS.BCST 28(AX), Z28, Z14
+	VFMADD231PS.BCST 28(AX), Z29, Z15
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	VMOVUPS          Z1, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	VMOVUPS          Z3, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	VMOVUPS          Z5, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	VMOVUPS          Z7, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	VMOVUPS          Z9, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	VMOVUPS          Z11, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	VMOVUPS          Z13, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	VMOVUPS          Z15, 64(DI)
+	VZEROUPPER
+	RET
+
+// func filtTile512c4v2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·filtTile512c4v2(SB), NOSPLIT, $0-81
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    dycol+56(FP), R12
+	MOVQ    dyrow+64(FP), R13
+	MOVQ    ldw+72(FP), R14
+	SHLQ    $0x02, R14
+	MOVB    acc+80(FP), R9
+	MOVQ    DI, R15
+	CMPB    R9, $0x00
+	JE      zero
+	VMOVUPS (R15), Z0
+	VMOVUPS 64(R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	VMOVUPS 64(R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	VMOVUPS 64(R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	VMOVUPS 64(R15), Z7
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z28
+	VMOVUPS          64(BX), Z29
+	VFMADD231PS.BCST (AX), Z28, Z0
+	VFMADD231PS.BCST (AX), Z29, Z1
+	VFMADD231PS.BCST 4(AX), Z28, Z2
+	VFMADD231PS.BCST 4(AX), Z29, Z3
+	VFMADD231PS.BCST 8(AX), Z28, Z4
+	VFMADD231PS.BCST 8(AX), Z29, Z5
+	VFMADD231PS.BCST 12(AX), Z28, Z6
+	VFMADD231PS.BCST 12(AX), Z29, Z7
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	VMOVUPS          Z1, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	VMOVUPS          Z3, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	VMOVUPS          Z5, 64(DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	VMOVUPS          Z7, 64(DI)
+	VZEROUPPER
+	RET

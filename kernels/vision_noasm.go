@@ -7,3 +7,7 @@ package kernels
 type convTileFunc func(y, x, w *float32, xoff, woff *int, taps, cin, xstride, ldw, ldy int)
 
 var directTiles [2][5]convTileFunc
+
+type filtTileFunc func(dw, x, dy *float32, rows, cols, xcol, xrow, dycol, dyrow, ldw int, acc bool)
+
+var filtTiles [2][3]filtTileFunc

@@ -73,3 +73,45 @@ func convTile512r2v2(y *float32, x *float32, w *float32, xoff *int, woff *int, t
 //
 //go:noescape
 func convTile512r1v2(y *float32, x *float32, w *float32, xoff *int, woff *int, taps int, cin int, xstride int, ldw int, ldy int)
+
+// filtTile512c16v1 sets (with acc: adds to) dw[c·ldw + j], c < 16, j < 16, the sum over
+// the rows × cols positions (i, k) of x[i·xrow + k·xcol + c]·dy[i·dyrow + k·dycol + j],
+// row by row (strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func filtTile512c16v1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+
+// filtTile512c8v1 sets (with acc: adds to) dw[c·ldw + j], c < 8, j < 16, the sum over
+// the rows × cols positions (i, k) of x[i·xrow + k·xcol + c]·dy[i·dyrow + k·dycol + j],
+// row by row (strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func filtTile512c8v1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+
+// filtTile512c4v1 sets (with acc: adds to) dw[c·ldw + j], c < 4, j < 16, the sum over
+// the rows × cols positions (i, k) of x[i·xrow + k·xcol + c]·dy[i·dyrow + k·dycol + j],
+// row by row (strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func filtTile512c4v1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+
+// filtTile512c12v2 sets (with acc: adds to) dw[c·ldw + j], c < 12, j < 32, the sum over
+// the rows × cols positions (i, k) of x[i·xrow + k·xcol + c]·dy[i·dyrow + k·dycol + j],
+// row by row (strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func filtTile512c12v2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+
+// filtTile512c8v2 sets (with acc: adds to) dw[c·ldw + j], c < 8, j < 32, the sum over
+// the rows × cols positions (i, k) of x[i·xrow + k·xcol + c]·dy[i·dyrow + k·dycol + j],
+// row by row (strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func filtTile512c8v2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+
+// filtTile512c4v2 sets (with acc: adds to) dw[c·ldw + j], c < 4, j < 32, the sum over
+// the rows × cols positions (i, k) of x[i·xrow + k·xcol + c]·dy[i·dyrow + k·dycol + j],
+// row by row (strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func filtTile512c4v2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)

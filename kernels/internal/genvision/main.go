@@ -11,6 +11,10 @@
 // al., "Anatomy of High-Performance Deep Learning Convolutions on SIMD
 // Architectures", SC 2018, the direct convolution's register blocking).
 //
+// filtTile512cCvV computes the filter gradient of one tap for C input
+// channels × 16·V filters, summing x·dy over a rectangle of output
+// positions with the C·V accumulators in registers.
+//
 //	go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
 package main
 
@@ -25,11 +29,92 @@ import (
 // tileRows are the tile heights generated, for each width V of 1 and 2.
 var tileRows = []int{12, 8, 4, 2, 1}
 
+// filtChannels are the channel blocks of the filter gradient's tiles, for
+// V = 1 and 2.
+var filtChannels = [2][]int{{16, 8, 4}, {12, 8, 4}}
+
+func filtTile(cb, nv int) {
+	name := fmt.Sprintf("filtTile512c%dv%d", cb, nv)
+	TEXT(name, NOSPLIT, "func(dw, x, dy *float32, rows, cols, xcol, xrow, dycol, dyrow, ldw int, acc bool)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets (with acc: adds to) dw[c·ldw + j], c < %d, j < %d, the sum over", name, cb, 16*nv),
+		"the rows × cols positions (i, k) of x[i·xrow + k·xcol + c]·dy[i·dyrow + k·dycol + j],",
+		"row by row (strides in bytes; ldw in floats; rows, cols >= 1).")
+	dw, x, dy := Load(Param("dw"), reg.RDI), Load(Param("x"), reg.RSI), Load(Param("dy"), reg.RDX)
+	rows, xcol, xrow := Load(Param("rows"), reg.R8), Load(Param("xcol"), reg.R10), Load(Param("xrow"), reg.R11)
+	dycol, dyrow, ldw := Load(Param("dycol"), reg.R12), Load(Param("dyrow"), reg.R13), Load(Param("ldw"), reg.R14)
+	SHLQ(U8(2), ldw)
+	xp, dp, k, t := reg.RAX, reg.RBX, reg.RCX, reg.R15
+	zs := []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9, reg.Z10, reg.Z11,
+		reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23}
+	acc := make([][]reg.VecPhysical, cb)
+	for c := range acc {
+		acc[c] = zs[c*nv : c*nv+nv]
+	}
+	// the accumulators start at zero, or at dw with acc
+	accFlag := Load(Param("acc"), reg.R9.As8())
+	MOVQ(dw, t)
+	CMPB(accFlag, U8(0))
+	JE(LabelRef("zero"))
+	for c := 0; c < cb; c++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(Mem{Base: t, Disp: 64 * v}, acc[c][v])
+		}
+		if c < cb-1 {
+			ADDQ(ldw, t)
+		}
+	}
+	JMP(LabelRef("row"))
+	Label("zero")
+	for c := 0; c < cb; c++ {
+		for _, a := range acc[c] {
+			VXORPS(a, a, a)
+		}
+	}
+	b := []reg.VecPhysical{reg.Z28, reg.Z29}
+	Label("row")
+	MOVQ(x, xp)
+	MOVQ(dy, dp)
+	Load(Param("cols"), k)
+	Label("col")
+	for v := 0; v < nv; v++ {
+		VMOVUPS(Mem{Base: dp, Disp: 64 * v}, b[v])
+	}
+	for c := 0; c < cb; c++ {
+		for v := 0; v < nv; v++ {
+			VFMADD231PS_BCST(Mem{Base: xp, Disp: 4 * c}, b[v], acc[c][v])
+		}
+	}
+	ADDQ(xcol, xp)
+	ADDQ(dycol, dp)
+	DECQ(k)
+	JNZ(LabelRef("col"))
+	ADDQ(xrow, x)
+	ADDQ(dyrow, dy)
+	DECQ(rows)
+	JNZ(LabelRef("row"))
+	for c := 0; c < cb; c++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(acc[c][v], Mem{Base: dw, Disp: 64 * v})
+		}
+		if c < cb-1 {
+			ADDQ(ldw, dw)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
 func main() {
 	ConstraintExpr("!purego")
 	for _, v := range []int{1, 2} {
 		for _, r := range tileRows {
 			convTile(r, v)
+		}
+	}
+	for _, v := range []int{1, 2} {
+		for _, c := range filtChannels[v-1] {
+			filtTile(c, v)
 		}
 	}
 	Generate()
