@@ -34,3 +34,17 @@ var filtTiles = func() (t [2][3]filtTileFunc) {
 		{filtTile512c12v2, filtTile512c8v2, filtTile512c4v2},
 	}
 }()
+
+// momentsSIMD adds the shifted sums and sums of squares of the first
+// 16·blocks channels of rows rows of x (stride floats apart) to s1 and s2,
+// and returns true; or returns false, doing nothing, without AVX-512.
+func momentsSIMD(s1, s2 []float64, x, shift []float32, rows, stride, blocks int) bool {
+	if !simdPool || rows < 1 || blocks < 1 {
+		return false
+	}
+	if len(s1) < 16*blocks || len(s2) < 16*blocks || len(shift) < 16*blocks || (rows-1)*stride+16*blocks > len(x) {
+		panicf("moments: %d rows of %d blocks past the end of x (%d) or the sums", rows, blocks, len(x))
+	}
+	moments512(&s1[0], &s2[0], &x[0], &shift[0], rows, stride, blocks)
+	return true
+}

@@ -1392,3 +1392,50 @@ col:
 	VMOVUPS          Z7, 64(DI)
 	VZEROUPPER
 	RET
+
+// func moments512(s1 *float64, s2 *float64, x *float32, shift *float32, rows int, stride int, blocks int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·moments512(SB), NOSPLIT, $0-56
+	MOVQ s1+0(FP), DI
+	MOVQ s2+8(FP), SI
+	MOVQ x+16(FP), DX
+	MOVQ shift+24(FP), R8
+	MOVQ rows+32(FP), R9
+	MOVQ stride+40(FP), R10
+	MOVQ blocks+48(FP), R11
+	SHLQ $0x02, R10
+
+block:
+	VMOVUPD (DI), Z4
+	VMOVUPD 64(DI), Z5
+	VMOVUPD (SI), Z6
+	VMOVUPD 64(SI), Z7
+	VMOVUPS (R8), Z0
+	MOVQ    DX, AX
+	MOVQ    R9, CX
+
+row:
+	VMOVUPS       (AX), Z1
+	VSUBPS        Z0, Z1, Z1
+	VCVTPS2PD     Y1, Z2
+	VEXTRACTF32X8 $0x01, Z1, Y3
+	VCVTPS2PD     Y3, Z3
+	VADDPD        Z2, Z4, Z4
+	VADDPD        Z3, Z5, Z5
+	VFMADD231PD   Z2, Z2, Z6
+	VFMADD231PD   Z3, Z3, Z7
+	ADDQ          R10, AX
+	DECQ          CX
+	JNZ           row
+	VMOVUPD       Z4, (DI)
+	VMOVUPD       Z5, 64(DI)
+	VMOVUPD       Z6, (SI)
+	VMOVUPD       Z7, 64(SI)
+	ADDQ          $0x80, DI
+	ADDQ          $0x80, SI
+	ADDQ          $0x40, DX
+	ADDQ          $0x40, R8
+	DECQ          R11
+	JNZ           block
+	VZEROUPPER
+	RET

@@ -11,3 +11,5 @@ var directTiles [2][5]convTileFunc
 type filtTileFunc func(dw, x, dy *float32, rows, cols, xcol, xrow, dycol, dyrow, ldw int, acc bool)
 
 var filtTiles [2][3]filtTileFunc
+
+func momentsSIMD(s1, s2 []float64, x, shift []float32, rows, stride, blocks int) bool { return false }

@@ -82,7 +82,7 @@ func TestMoments(t *testing.T) {
 	for _, tc := range []struct {
 		rows, cols int
 		shift      float64
-	}{{1, 3, 0}, {7, 5, 0}, {1000, 16, 0}, {513, 3, 1e4}} {
+	}{{1, 3, 0}, {7, 5, 0}, {1000, 16, 0}, {513, 3, 1e4}, {300, 20, 0}, {257, 32, 1e4}, {1, 48, -5}} {
 		t.Run(fmt.Sprintf("%dx%d+%g", tc.rows, tc.cols, tc.shift), func(t *testing.T) {
 			x := testutil.RandFloats(r, tc.rows*tc.cols)
 			for i := range x {

@@ -115,3 +115,9 @@ func filtTile512c8v2(dw *float32, x *float32, dy *float32, rows int, cols int, x
 //
 //go:noescape
 func filtTile512c4v2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
+
+// moments512 adds, for j < 16·blocks, Σ_{r < rows} d and Σ d·d in float64, d = x[r·stride + j] - shift[j]
+// (in float32), to s1[j] and s2[j], adding the rows in order (rows >= 1; stride in floats).
+//
+//go:noescape
+func moments512(s1 *float64, s2 *float64, x *float32, shift *float32, rows int, stride int, blocks int)

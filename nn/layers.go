@@ -27,6 +27,7 @@ type Dense struct {
 	Activation string
 	NoBias     bool
 	KernelInit Initializer // nil: GlorotUniform
+	BiasInit   Initializer // nil: zeros
 }
 
 func (d *Dense) Name() string { return d.LayerName }
@@ -37,7 +38,7 @@ func (d *Dense) Forward(c *Context, x *graph.Node) *graph.Node {
 	k := c.Weight(d.LayerName+"/kernel", tensor.Shape{in, d.Units}, orDefault(d.KernelInit, GlorotUniform{}), true)
 	y := graph.MatMul(x, k)
 	if !d.NoBias {
-		y = graph.Add(y, c.Weight(d.LayerName+"/bias", tensor.Shape{d.Units}, Constant{0}, true))
+		y = graph.Add(y, c.Weight(d.LayerName+"/bias", tensor.Shape{d.Units}, orDefault(d.BiasInit, Constant{0}), true))
 	}
 	return mustApply(d.Activation, y)
 }

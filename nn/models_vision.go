@@ -27,7 +27,9 @@ var (
 //	global average pooling -> dense classes
 //
 // Convolutions have no bias; BatchNormalization has epsilon 1e-3 and
-// momentum 0.99 (PyTorch's momentum 0.01). For 28x28x1 input and 10
+// momentum 0.99 (PyTorch's momentum 0.01). The weights start as PyTorch's
+// do (TorchUniform), so that Adam's steps are as large relative to them as
+// in the peer. For 28x28x1 input and 10
 // classes it has 272,186 trainable parameters (PyTorch's count: BN's gamma
 // and beta are trainable, its moving statistics are not) and 273,754 in
 // all (Keras' "Total params": the moving statistics too).
@@ -44,7 +46,7 @@ func ResNet20(input tensor.Shape, classes int) (*Functional, error) {
 	}
 	conv := func(t *Tensor, filters, k, stride int) *Tensor {
 		return Apply(&Conv2D{LayerName: name("conv2d"), Filters: filters, Kernel: [2]int{k, k}, Strides: [2]int{stride, stride},
-			Same: true, NoBias: true}, t)
+			Same: true, NoBias: true, KernelInit: TorchUniform{}}, t)
 	}
 	bn := func(t *Tensor) *Tensor {
 		return Apply(&BatchNormalization{LayerName: name("batch_normalization"), Momentum: 0.99, Epsilon: 1e-3}, t)
@@ -68,7 +70,7 @@ func ResNet20(input tensor.Shape, classes int) (*Functional, error) {
 		}
 	}
 	h = Apply(&GlobalAveragePooling2D{LayerName: name("global_average_pooling2d")}, h)
-	y := Apply(&Dense{LayerName: name("dense"), Units: classes}, h)
+	y := Apply(&Dense{LayerName: name("dense"), Units: classes, KernelInit: TorchUniform{}, BiasInit: TorchUniform{FanIn: 64}}, h)
 	return NewFunctional("resnet", []*Tensor{x}, []*Tensor{y})
 }
 

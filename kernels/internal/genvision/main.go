@@ -15,6 +15,9 @@
 // channels × 16·V filters, summing x·dy over a rectangle of output
 // positions with the C·V accumulators in registers.
 //
+// moments512 sums, per channel, the shifted values and their squares in
+// float64, sixteen channels at a time (BatchNormalization's statistics).
+//
 //	go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
 package main
 
@@ -117,6 +120,7 @@ func main() {
 			filtTile(c, v)
 		}
 	}
+	moments()
 	Generate()
 }
 
@@ -183,6 +187,53 @@ func convTile(rows, nv int) {
 			ADDQ(ldy, y)
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+func moments() {
+	TEXT("moments512", NOSPLIT, "func(s1, s2 *float64, x, shift *float32, rows, stride, blocks int)")
+	Pragma("noescape")
+	Doc("moments512 adds, for j < 16·blocks, Σ_{r < rows} d and Σ d·d in float64, d = x[r·stride + j] - shift[j]",
+		"(in float32), to s1[j] and s2[j], adding the rows in order (rows >= 1; stride in floats).")
+	s1, s2 := Load(Param("s1"), reg.RDI), Load(Param("s2"), reg.RSI)
+	x, shift := Load(Param("x"), reg.RDX), Load(Param("shift"), reg.R8)
+	rows, stride, blocks := Load(Param("rows"), reg.R9), Load(Param("stride"), reg.R10), Load(Param("blocks"), reg.R11)
+	SHLQ(U8(2), stride)
+	p, r := reg.RAX, reg.RCX
+	sh, v, lo, hi := reg.Z0, reg.Z1, reg.Z2, reg.Z3
+	a1, b1, a2, b2 := reg.Z4, reg.Z5, reg.Z6, reg.Z7
+	Label("block")
+	VMOVUPD(Mem{Base: s1}, a1)
+	VMOVUPD(Mem{Base: s1, Disp: 64}, b1)
+	VMOVUPD(Mem{Base: s2}, a2)
+	VMOVUPD(Mem{Base: s2, Disp: 64}, b2)
+	VMOVUPS(Mem{Base: shift}, sh)
+	MOVQ(x, p)
+	MOVQ(rows, r)
+	Label("row")
+	VMOVUPS(Mem{Base: p}, v)
+	VSUBPS(sh, v, v) // v = x - shift
+	VCVTPS2PD(v.AsY(), lo)
+	VEXTRACTF32X8(U8(1), v, hi.AsY())
+	VCVTPS2PD(hi.AsY(), hi)
+	VADDPD(lo, a1, a1)
+	VADDPD(hi, b1, b1)
+	VFMADD231PD(lo, lo, a2)
+	VFMADD231PD(hi, hi, b2)
+	ADDQ(stride, p)
+	DECQ(r)
+	JNZ(LabelRef("row"))
+	VMOVUPD(a1, Mem{Base: s1})
+	VMOVUPD(b1, Mem{Base: s1, Disp: 64})
+	VMOVUPD(a2, Mem{Base: s2})
+	VMOVUPD(b2, Mem{Base: s2, Disp: 64})
+	ADDQ(U8(128), s1)
+	ADDQ(U8(128), s2)
+	ADDQ(U8(64), x)
+	ADDQ(U8(64), shift)
+	DECQ(blocks)
+	JNZ(LabelRef("block"))
 	VZEROUPPER()
 	RET()
 }
