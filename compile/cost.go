@@ -19,9 +19,9 @@ func (p *Program) Cost() (flops, bytes float64) {
 		switch in.Op {
 		case graph.OpMatMul:
 			flops += 2 * float64(in.M) * float64(in.N) * float64(in.K) * float64(in.Batch)
-		case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
+		case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter, graph.OpConv2DTranspose:
 			g := in.Geom
-			flops += 2 * float64(g.N*g.OH*g.OW) * float64(g.KH*g.KW*g.C) * float64(in.F)
+			flops += 2 * float64(g.N*g.OH*g.OW) * float64(g.KH*g.KW*g.C) * float64(in.F) / float64(max(g.Groups, 1))
 		case graph.OpFused:
 			flops += out * float64(len(in.Fused.Steps))
 		default:

@@ -66,6 +66,7 @@ type Instr struct {
 	ReluMask bool
 
 	// vision ops' fields
+	Act [4]float64 // the activation ops: their parameters (graph.Attr.Act)
 
 	// sequence ops' fields
 
@@ -92,22 +93,25 @@ type AttnGeom struct {
 // Window is the geometry of a convolution or pooling window over an NHWC
 // input, with Keras/TensorFlow padding: "valid" has none; "same" pads
 // P = max((O-1)·S + K - I, 0) in all along a dimension, P/2 before and the
-// odd one after. Its fields are those of kernels.ConvGeom, in order, so a
-// host backend converts it as it is.
+// odd one after, K being the window's extent (KH-1)·DH + 1 when dilated.
+// Its fields are those of kernels.ConvGeom, in order, so a host backend
+// converts it as it is.
 type Window struct {
 	N, H, W, C      int // input: batch, height, width, channels
 	KH, KW          int // window
 	SH, SW          int // strides
 	PadTop, PadLeft int // zero padding before (after-padding is implied by OH/OW)
 	OH, OW          int // output height, width
+	DH, DW, Groups  int // dilation and filter groups; 0 (or 1) for none
 }
 
 // NewWindow returns the window geometry of attributes at over an input of
 // shape in [N, H, W, C].
 func NewWindow(in tensor.Shape, at *graph.Attr) Window {
-	w := Window{N: in[0], H: in[1], W: in[2], C: in[3], KH: at.Window[0], KW: at.Window[1], SH: at.Strides[0], SW: at.Strides[1]}
-	w.OH, w.PadTop = windowOut(w.H, w.KH, w.SH, at.Same)
-	w.OW, w.PadLeft = windowOut(w.W, w.KW, w.SW, at.Same)
+	w := Window{N: in[0], H: in[1], W: in[2], C: in[3], KH: at.Window[0], KW: at.Window[1], SH: at.Strides[0], SW: at.Strides[1],
+		DH: at.Dilation[0], DW: at.Dilation[1], Groups: at.Groups}
+	w.OH, w.PadTop = windowOut(w.H, graph.EffectiveWindow(w.KH, w.DH), w.SH, at.Same)
+	w.OW, w.PadLeft = windowOut(w.W, graph.EffectiveWindow(w.KW, w.DW), w.SW, at.Same)
 	return w
 }
 

@@ -8,8 +8,9 @@ import (
 
 // Examples is an in-memory labelled data set: N examples of Shape, stored
 // as uint8 pixels (scaled by Scale when fed) or as float32 features, with
-// int32 class labels or float32 targets. Package train feeds a model's
-// input "x" and its label "y" from it.
+// int32 class labels (one per example, or LabelShape of them: one per
+// pixel for segmentation) or float32 targets. Package train feeds a
+// model's input "x" and its label "y" from it.
 type Examples struct {
 	Name    string
 	Shape   tensor.Shape // one example
@@ -17,9 +18,21 @@ type Examples struct {
 	Pixels  []uint8   // N*Shape.Size(), or nil
 	Scale   float32   // feature = pixel * Scale
 	Floats  []float32 // N*Shape.Size(), or nil
-	Labels  []int32   // N class labels, or nil
+	Labels  []int32   // N*LabelShape.Size() class labels, or nil
 	Targets []float32 // N*TargetSize float targets, or nil
 	Classes int       // number of classes (labels in [0, Classes))
+	// LabelShape is one example's labels: nil for one class label per
+	// example, [H, W] for a label per pixel (segmentation).
+	LabelShape tensor.Shape
+}
+
+// LabelSize returns the class labels of one example: 1, or
+// LabelShape.Size().
+func (e *Examples) LabelSize() int {
+	if e.LabelShape == nil {
+		return 1
+	}
+	return e.LabelShape.Size()
 }
 
 // Validate checks that the slices have the sizes N and Shape imply.
@@ -34,8 +47,8 @@ func (e *Examples) Validate() error {
 		return fmt.Errorf("data: data set %q has %d features, want %d x %d", e.Name, len(e.Floats), e.N, d)
 	case e.Pixels == nil && e.Floats == nil:
 		return fmt.Errorf("data: data set %q has no features", e.Name)
-	case e.Labels != nil && len(e.Labels) != e.N:
-		return fmt.Errorf("data: data set %q has %d labels for %d examples", e.Name, len(e.Labels), e.N)
+	case e.Labels != nil && len(e.Labels) != e.N*e.LabelSize():
+		return fmt.Errorf("data: data set %q has %d labels for %d examples of %v labels", e.Name, len(e.Labels), e.N, e.LabelShape)
 	case e.Labels == nil && e.Targets == nil:
 		return fmt.Errorf("data: data set %q has no labels", e.Name)
 	case e.Targets != nil && len(e.Targets)%e.N != 0:
@@ -43,7 +56,7 @@ func (e *Examples) Validate() error {
 	}
 	for i, l := range e.Labels {
 		if l < 0 || (e.Classes > 0 && int(l) >= e.Classes) {
-			return fmt.Errorf("data: data set %q: label %d of example %d is outside [0, %d)", e.Name, l, i, e.Classes)
+			return fmt.Errorf("data: data set %q: label %d of example %d is outside [0, %d)", e.Name, l, i/e.LabelSize(), e.Classes)
 		}
 	}
 	return nil
@@ -65,7 +78,7 @@ func (e *Examples) TargetSize() int {
 // Slice returns examples [lo, hi) sharing e's memory.
 func (e *Examples) Slice(name string, lo, hi int) *Examples {
 	d := e.Shape.Size()
-	s := &Examples{Name: name, Shape: e.Shape, N: hi - lo, Scale: e.Scale, Classes: e.Classes}
+	s := &Examples{Name: name, Shape: e.Shape, N: hi - lo, Scale: e.Scale, Classes: e.Classes, LabelShape: e.LabelShape}
 	if e.Pixels != nil {
 		s.Pixels = e.Pixels[lo*d : hi*d]
 	}
@@ -73,7 +86,8 @@ func (e *Examples) Slice(name string, lo, hi int) *Examples {
 		s.Floats = e.Floats[lo*d : hi*d]
 	}
 	if e.Labels != nil {
-		s.Labels = e.Labels[lo:hi]
+		l := e.LabelSize()
+		s.Labels = e.Labels[lo*l : hi*l]
 	}
 	if e.Targets != nil {
 		t := len(e.Targets) / e.N
@@ -102,8 +116,15 @@ func (e *Examples) LabelsFor(dtype tensor.DType, shape tensor.Shape) (LabelMode,
 	have := "one class label per example"
 	if e.Labels == nil {
 		have = fmt.Sprintf("float targets of %d per example", e.TargetSize())
+	} else if e.LabelShape != nil {
+		have = fmt.Sprintf("class labels of shape %v per example", e.LabelShape)
 	}
 	switch {
+	case e.LabelShape != nil && e.Labels != nil:
+		if dtype == tensor.Int32 && shape.Equal(e.LabelShape) {
+			return LabelsAsIs, nil
+		}
+		return 0, fmt.Errorf("needs %s labels of shape %v per example; data set %q has %s", dtype, shape, e.Name, have)
 	case dtype == tensor.Int32 && e.Labels != nil && shape.Size() == 1:
 		return LabelsAsIs, nil
 	case dtype == tensor.Int32:
@@ -162,6 +183,12 @@ func (e *Examples) FillLabels(y tensor.Tensor, idx []int, mode LabelMode) {
 	switch y.DType() {
 	case tensor.Int32:
 		ys := y.Int32s()
+		if l := e.LabelSize(); l > 1 {
+			for i, j := range idx {
+				copy(ys[i*l:(i+1)*l], e.Labels[j*l:(j+1)*l])
+			}
+			return
+		}
 		for i, j := range idx {
 			ys[i] = e.Labels[j]
 		}

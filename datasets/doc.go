@@ -5,7 +5,9 @@
 //   - fashion-mnist: 60,000 + 10,000 28x28 grey images from Debian's
 //     dataset-fashion-mnist package (gzipped IDX files);
 //   - synthetic: the peers' workload: N(0,1) float32 features labelled by
-//     the argmax of a fixed random linear teacher, generated in-process.
+//     the argmax of a fixed random linear teacher, generated in-process;
+//   - shapes: a segmentation set generated in-process: grey images of
+//     disks, rectangles and triangles with a class label per pixel.
 //
 // Images are kept as uint8 pixels and scaled to [0, 1] as each batch is fed
 // (digits: /16, Fashion-MNIST: /255), so a data set costs one byte a pixel.

@@ -95,6 +95,10 @@ type Attr struct {
 	Causal Causal  // Attention: which keys a query sees besides the mask
 	Part   int     // Part: which further output of its input (1, 2, ...)
 	Eps    float64 // LayerNorm: added to the variance
+	// vision ops (vision.go)
+	Dilation [2]int     // Conv2D, its gradients, Conv2DTranspose: dilation rate (0: 1)
+	Groups   int        // the same: filter groups (0: 1)
+	Act      [4]float64 // the parameters of an activation op (see its builder)
 }
 
 // ID returns the node's position in the graph (inputs have smaller ids).

@@ -106,6 +106,22 @@ const (
 	OpAllReduceWait
 
 	// vision: the layers of convolutional networks (see vision.go)
+	OpConv2DTranspose
+	OpResizeBilinear
+	OpResizeBilinearGrad // internal
+	OpMoments
+	OpReluClip
+	OpReluClipGrad // internal
+	OpElu
+	OpEluGrad // internal
+	OpSilu
+	OpSiluGrad // internal
+	OpHardSwish
+	OpHardSwishGrad // internal
+	OpSoftplus
+	OpSoftplusGrad // internal
+	OpSoftsign
+	OpSoftsignGrad // internal
 
 	// sequence: attention and recurrence (see sequence.go)
 	OpAttention     // scaled dot-product attention; part 1: each row's log-sum-exp
@@ -203,6 +219,22 @@ var opInfo = [NumOps]struct {
 	OpAllReduceWait:           {"all_reduce_wait", ClassAlias},
 
 	// vision
+	OpConv2DTranspose:    {"conv2d_transpose", ClassOther},
+	OpResizeBilinear:     {"resize_bilinear", ClassOther},
+	OpResizeBilinearGrad: {"resize_bilinear_grad", ClassOther},
+	OpMoments:            {"moments", ClassOther},
+	OpReluClip:           {"relu_clip", ClassElementwise},
+	OpReluClipGrad:       {"relu_clip_grad", ClassElementwise},
+	OpElu:                {"elu", ClassElementwise},
+	OpEluGrad:            {"elu_grad", ClassElementwise},
+	OpSilu:               {"silu", ClassElementwise},
+	OpSiluGrad:           {"silu_grad", ClassElementwise},
+	OpHardSwish:          {"hard_swish", ClassElementwise},
+	OpHardSwishGrad:      {"hard_swish_grad", ClassElementwise},
+	OpSoftplus:           {"softplus", ClassElementwise},
+	OpSoftplusGrad:       {"softplus_grad", ClassElementwise},
+	OpSoftsign:           {"softsign", ClassElementwise},
+	OpSoftsignGrad:       {"softsign_grad", ClassElementwise},
 
 	// sequence
 	OpAttention:     {"attention", ClassOther},

@@ -39,6 +39,11 @@ type ConvGeom struct {
 	SH, SW          int // strides
 	PadTop, PadLeft int // zero padding before (after-padding is implied by OH/OW)
 	OH, OW          int // output height, width
+	// DH, DW (dilation: window taps DH rows, DW columns apart) and Groups
+	// (the channels split in Groups independent convolutions) are 0 or 1
+	// for a plain convolution; the kernels of vision_conv.go run the
+	// others (see ConvGeom.General).
+	DH, DW, Groups int
 }
 
 // NewConvGeom returns the geometry of a kh×kw window with strides sh, sw over
@@ -161,10 +166,16 @@ func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
 // conv2D is Conv2D named fn with its products by mm: MatMul, or with bf16
 // MatMulBF16 (whose jobs pack with its tier).
 func conv2D[T Float](fn string, dst, x, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+	if g.General() {
+		return conv2DGeneral(fn, dst, x, filter, work, g, f)
+	}
 	chunk := g.checkConv(fn, f, "x", len(x), "filter", len(filter), "dst", len(dst), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	if k == 0 {
 		clear(dst)
+		return dst
+	}
+	if convDirect(dst, x, filter, work, g, f, bf16) { // float32, few channels (vision_direct.go)
 		return dst
 	}
 	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
@@ -206,10 +217,16 @@ func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) [
 // conv2DInput is Conv2DBackpropInput named fn with its products by mm
 // (bf16: MatMulBF16).
 func conv2DInput[T Float](fn string, dx, dy, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+	if g.General() {
+		return conv2DInputGeneral(fn, dx, dy, filter, work, g, f)
+	}
 	chunk := g.checkConv(fn, f, "dx", len(dx), "filter", len(filter), "dy", len(dy), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	if k == 0 || per == 0 || f == 0 { // f == 0: products of inner size 0, which the float32 jobs do not take
 		clear(dx)
+		return dx
+	}
+	if convInputDirect(dx, dy, filter, work, g, f, bf16) { // float32, stride 1 (vision_direct.go)
 		return dx
 	}
 	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
@@ -249,10 +266,16 @@ func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) 
 // conv2DFilter is Conv2DBackpropFilter named fn with its products by mm
 // (bf16: MatMulBF16).
 func conv2DFilter[T Float](fn string, dfilter, x, dy, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+	if g.General() {
+		return conv2DFilterGeneral(fn, dfilter, x, dy, work, g, f)
+	}
 	chunk := g.checkConv(fn, f, "x", len(x), "dfilter", len(dfilter), "dy", len(dy), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	if k == 0 || per == 0 || g.N == 0 {
 		clear(dfilter)
+		return dfilter
+	}
+	if convFilterDirect(dfilter, x, dy, g, f, bf16) { // float32, few channels (vision_direct.go)
 		return dfilter
 	}
 	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f, bf16) {

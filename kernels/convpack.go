@@ -14,8 +14,11 @@ package kernels
 // scatter transposes a micro-panel of rows at stride ld (the tier's
 // scatterA; nil: scatterRows); a micro-panel whose windows lie inside one output row and
 // inside the image is packed one window row (KW·C contiguous floats of x
-// per position) at a time, the others element by element.
-func packIm2col(d, x []float32, g ConvGeom, i0, mc, mr int, scatter func(d, src []float32, ld, kc, valid int)) {
+// per position) at a time; the others (windows over the padding, or rows
+// of two output rows) are written as im2col rows into tmp, when it holds
+// mr of them, and transposed from there by the same scatter, else element
+// by element.
+func packIm2col(d, x, tmp []float32, g ConvGeom, i0, mc, mr int, scatter func(d, src []float32, ld, kc, valid int)) {
 	rowLen := g.KW * g.C
 	k := g.KH * rowLen
 	img := g.H * g.W * g.C
@@ -34,6 +37,15 @@ func packIm2col(d, x []float32, g ConvGeom, i0, mc, mr int, scatter func(d, src 
 				} else {
 					scatterRows(dk, mr, src, g.SW*g.C, rowLen, rows)
 				}
+			}
+			continue
+		}
+		if len(tmp) >= mr*k {
+			im2colPositions(tmp, x, g, i, rows)
+			if scatter != nil {
+				scatter(dq, tmp, k, k, rows)
+			} else {
+				scatterRows(dq, mr, tmp, k, k, rows)
 			}
 			continue
 		}
@@ -63,4 +75,39 @@ func im2colAt(xi []float32, g ConvGeom, oh, ow, p int) float32 {
 		return 0
 	}
 	return xi[(ih*g.W+iw)*g.C+c]
+}
+
+// im2colPositions writes the im2col rows of the rows output positions
+// i, i+1, ... (n·OH·OW + oh·OW + ow order, across output rows and images)
+// into cols, [rows, KH·KW·C]: each window row is one copy of its in-range
+// cells, the padding zeros.
+func im2colPositions(cols, x []float32, g ConvGeom, i, rows int) {
+	rowLen := g.KW * g.C
+	k := g.KH * rowLen
+	img := g.H * g.W * g.C
+	n, oh, ow := i/(g.OH*g.OW), i/g.OW%g.OH, i%g.OW
+	for r := 0; r < rows; r++ {
+		xi := x[n*img : n*img+img]
+		ih0, iw0 := oh*g.SH-g.PadTop, ow*g.SW-g.PadLeft
+		lo, hi := window(iw0, g.KW, g.W)
+		row := cols[r*k : r*k+k]
+		for kh := 0; kh < g.KH; kh++ {
+			seg := row[kh*rowLen : kh*rowLen+rowLen]
+			ih := ih0 + kh
+			if ih < 0 || ih >= g.H || lo == hi {
+				clear(seg)
+				continue
+			}
+			src := (ih*g.W + iw0 + lo) * g.C
+			clear(seg[:lo*g.C])
+			copy(seg[lo*g.C:hi*g.C], xi[src:src+(hi-lo)*g.C])
+			clear(seg[hi*g.C:])
+		}
+		if ow++; ow == g.OW {
+			ow = 0
+			if oh++; oh == g.OH {
+				oh, n = 0, n+1
+			}
+		}
+	}
 }

@@ -116,7 +116,7 @@ func (j *poolJob) part(ws *gemmWorkspace, r, slot int) {
 			ncs := blockSize(c.n, c.blk.nc, nr)
 			for ic := 0; ic < rows; ic += mcs {
 				mc := min(mcs, rows-ic)
-				packIm2col(ws.a, j.x, g, q0*g.OW+ic, mc, mr, c.tier.scatterA)
+				packIm2col(ws.a, j.x, j.work[slot*j.slot:(slot+1)*j.slot], g, q0*g.OW+ic, mc, mr, c.tier.scatterA)
 				for jc := 0; jc < c.n; jc += ncs {
 					nc := min(ncs, c.n-jc)
 					c.packB(ws.b, 0, k, jc, nc, nr)

@@ -174,6 +174,12 @@ func PackFloats(m, n, k int, bf16 bool) int {
 func ConvPackFloats(g ConvGeom, f int, bf16 bool) int {
 	k := g.KH * g.KW * g.C
 	rows := g.N * g.OH * g.OW
+	if g.General() { // float32 products of one group (vision_conv.go)
+		if g.depthwise() {
+			return 0
+		}
+		k, f, bf16 = k/g.groups(), f/g.groups(), false
+	}
 	need := 0
 	for _, p := range [][3]int{{rows, f, k}, {rows, k, f}, {k, f, rows}} {
 		tier, blk, ok := gemmSetup(p[1], bf16)

@@ -29,6 +29,9 @@ func Activate(name string, x *graph.Node) (*graph.Node, error) {
 	case "softmax":
 		return graph.Softmax(x), nil
 	}
+	if f, ok := moreActivations[name]; ok {
+		return f(x), nil
+	}
 	return nil, fmt.Errorf("nn: unknown activation %q (known: %v)", name, Activations)
 }
 

@@ -148,8 +148,8 @@ func TestApplyErrors(t *testing.T) {
 	if y, err := nn.Activate("linear", x); err != nil || y != x {
 		t.Errorf("Apply(linear) = %v, %v; want x itself", y, err)
 	}
-	if _, err := nn.Activate("swish", x); err == nil || !strings.Contains(err.Error(), "swish") {
-		t.Errorf("Apply(swish): got %v, want an error naming it", err)
+	if _, err := nn.Activate("swishh", x); err == nil || !strings.Contains(err.Error(), "swishh") {
+		t.Errorf("Apply(swishh): got %v, want an error naming it", err)
 	}
 	for _, name := range nn.Activations {
 		if _, err := nn.Activate(name, x); err != nil {

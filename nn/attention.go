@@ -251,3 +251,8 @@ func cond(b bool, s string) string {
 }
 
 var _ MultiLayer = (*MultiHeadAttention)(nil)
+
+// Serializable (serialize.go).
+var (
+	_ = RegisterLayer("MultiHeadAttention", &MultiHeadAttention{})
+)

@@ -3,8 +3,12 @@
 // LayerNormalization, Embedding, Activation, the merge layers; for
 // sequences MultiHeadAttention, LSTM, GRU, SimpleRNN, Bidirectional,
 // PositionEmbedding, SinePositionEncoding, Conv1D, 1-D pooling and
-// TimeDistributed), activations, losses, initializers, the reference
-// models (models.go, models_seq.go), and three ways to write a model: the
+// TimeDistributed; for images DepthwiseConv2D, SeparableConv2D,
+// Conv2DTranspose, UpSampling2D, ZeroPadding2D, Cropping2D,
+// GlobalMaxPooling2D, Reshape, Permute, RepeatVector, Rescaling,
+// Normalization, SpatialDropout2D, ReLU, LeakyReLU, ELU, PReLU, Softmax),
+// activations, losses, initializers, the reference models (models.go,
+// models_seq.go, models_vision.go: ResNet-20, a U-Net), and three ways to write a model: the
 // Sequential stack, the functional API (NewInput, Apply, NewFunctional:
 // several inputs and outputs, shared layers, nested models) and ModelFunc
 // (a model as a Go function, as GoMLX's), in the shape Keras users know,
@@ -38,8 +42,17 @@
 //     does not depend on the order layers are built in.
 //   - BatchNormalization (momentum 0.99, epsilon 1e-3) normalizes over every
 //     axis but the last, uses the batch's biased variance in training and
-//     updates the moving statistics as Keras does (moving = momentum*moving
-//   - (1-momentum)*batch); in inference it uses the moving statistics.
+//     updates the moving statistics as Keras 3 does (moving =
+//     momentum*moving + (1-momentum)*batch; Keras 2's fused kernel and
+//     PyTorch correct the batch variance by n/(n-1) for it); in inference
+//     it uses the moving statistics, folded into a Conv2D before it.
+//   - UpSampling2D's bilinear interpolation is TensorFlow's
+//     tf.image.resize (half-pixel centers, no antialiasing), which Keras 2
+//     and 3 both call; hard_sigmoid is Keras 3's x/6 + 1/2 clipped (Keras
+//     2's 0.2·x + 1/2 is "hard_sigmoid_keras2").
+//   - Conv2DTranspose's output size is Keras' deconv_output_length; a size
+//     TensorFlow would reject (the forward convolution of the output does
+//     not give the input's size) is an error here too.
 //   - Dropout is inverted dropout (kept units scaled by 1/(1-rate)) with a
 //     counter-based mask: a function of (seed, layer, step), so runs and
 //     resumed runs draw the same masks.

@@ -67,6 +67,23 @@ func (HeNormal) Fill(rng *rand.Rand, s tensor.Shape, dst []float64) {
 }
 func (HeNormal) String() string { return "he_normal" }
 
+// TorchUniform draws from U(-1/√fan_in, 1/√fan_in): PyTorch's default for
+// the weights of nn.Conv2d and nn.Linear (kaiming_uniform_ with
+// a = √5), and, with FanIn set, for their biases (the weight's fan_in).
+type TorchUniform struct{ FanIn int }
+
+func (u TorchUniform) Fill(rng *rand.Rand, s tensor.Shape, dst []float64) {
+	in, _ := fans(s)
+	if u.FanIn > 0 {
+		in = float64(u.FanIn)
+	}
+	l := 1 / math.Sqrt(in)
+	for i := range dst {
+		dst[i] = (2*rng.Float64() - 1) * l
+	}
+}
+func (u TorchUniform) String() string { return "torch_uniform" }
+
 // Constant fills every element with V (zeros and ones).
 type Constant struct{ V float64 }
 
@@ -188,3 +205,10 @@ func InitTensor(init Initializer, seed uint64, name string, t tensor.Tensor) {
 		}
 	}
 }
+
+// Serializable (serialize.go).
+var (
+	_ = RegisterInitializer("Orthogonal", &Orthogonal{})
+	_ = RegisterInitializer("RandomNormal", &RandomNormal{})
+	_ = RegisterInitializer("TorchUniform", &TorchUniform{})
+)

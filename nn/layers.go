@@ -51,16 +51,21 @@ func orDefault(i, def Initializer) Initializer {
 }
 
 // Conv2D convolves NHWC input with Filters kernels of size Kernel:
-// [N, H, W, C] -> [N, OH, OW, Filters].
+// [N, H, W, C] -> [N, OH, OW, Filters]. With Groups > 1 the channels split
+// into Groups independent convolutions (kernel [KH, KW, C/Groups,
+// Filters]); DilationRate spaces the kernel's taps (Keras allows it or
+// Strides above 1, not both).
 type Conv2D struct {
-	LayerName  string
-	Filters    int
-	Kernel     [2]int
-	Strides    [2]int // zero: 1, 1
-	Same       bool   // "same" padding; default "valid"
-	Activation string
-	NoBias     bool
-	KernelInit Initializer
+	LayerName    string
+	Filters      int
+	Kernel       [2]int
+	Strides      [2]int // zero: 1, 1
+	Same         bool   // "same" padding; default "valid"
+	Activation   string
+	NoBias       bool
+	KernelInit   Initializer
+	DilationRate [2]int // zero: 1, 1
+	Groups       int    // zero: 1
 }
 
 func (l *Conv2D) Name() string { return l.LayerName }
@@ -71,8 +76,14 @@ func (l *Conv2D) Forward(c *Context, x *graph.Node) *graph.Node {
 		panic(&graph.Error{Op: graph.OpConv2D, Owner: l.LayerName, Msg: fmt.Sprintf("Conv2D needs NHWC input, got %v", x.Shape())})
 	}
 	cin := x.Shape()[3]
-	k := c.Weight(l.LayerName+"/kernel", tensor.Shape{l.Kernel[0], l.Kernel[1], cin, l.Filters}, orDefault(l.KernelInit, GlorotUniform{}), true)
-	y := graph.Conv2D(x, k, ones(l.Strides), l.Same)
+	groups := max(l.Groups, 1)
+	k := c.Weight(l.LayerName+"/kernel", tensor.Shape{l.Kernel[0], l.Kernel[1], cin / groups, l.Filters}, orDefault(l.KernelInit, GlorotUniform{}), true)
+	var y *graph.Node
+	if groups > 1 || ones(l.DilationRate) != [2]int{1, 1} {
+		y = graph.Conv2DWith(x, k, graph.ConvOptions{Strides: l.Strides, Dilation: l.DilationRate, Groups: groups, Same: l.Same})
+	} else {
+		y = graph.Conv2D(x, k, ones(l.Strides), l.Same)
+	}
 	if !l.NoBias {
 		y = graph.Add(y, c.Weight(l.LayerName+"/bias", tensor.Shape{l.Filters}, Constant{0}, true))
 	}

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/tensor"
@@ -148,7 +149,7 @@ func typeName(l Layer) string {
 	case *Activation:
 		return "Activation"
 	}
-	return fmt.Sprintf("%T", l)
+	return strings.TrimPrefix(fmt.Sprintf("%T", l), "*nn.") // the layers named as Keras' classes
 }
 
 // Params builds m at batch 1 and counts its weights' elements: every

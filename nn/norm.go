@@ -6,11 +6,21 @@ import (
 )
 
 // BatchNormalization normalizes over every axis but the last (the
-// channels), with a learned scale (gamma) and shift (beta).
+// channels), with a learned scale (gamma) and shift (beta); NoScale and
+// NoCenter drop them (Keras' scale=False, center=False: no gamma, no beta
+// weight). In training it normalizes with the batch's mean and biased
+// variance (one Moments op) and updates the moving statistics; in
+// inference it uses those. Either way the normalization is
+// x·scale + (beta - mean·scale), scale = gamma/√(variance + epsilon), as
+// tf.nn.batch_normalization computes it: per-channel vectors and one
+// elementwise pass over x, which the fusion pass joins to a following
+// activation or residual sum.
 type BatchNormalization struct {
 	LayerName string
 	Momentum  float64 // zero: 0.99
 	Epsilon   float64 // zero: 1e-3
+	NoScale   bool    // Keras' scale=False: no gamma
+	NoCenter  bool    // Keras' center=False: no beta
 }
 
 func (b *BatchNormalization) Name() string { return b.LayerName }
@@ -18,26 +28,60 @@ func (b *BatchNormalization) Name() string { return b.LayerName }
 func (b *BatchNormalization) Forward(c *Context, x *graph.Node) *graph.Node {
 	defer scoped(c, b.LayerName)()
 	mom, eps := or(b.Momentum, 0.99), or(b.Epsilon, 1e-3)
-	ch := tensor.Shape{x.Shape()[x.Shape().Rank()-1]}
-	gamma := c.Weight(b.LayerName+"/gamma", ch, Constant{1}, true)
-	beta := c.Weight(b.LayerName+"/beta", ch, Constant{0}, true)
+	n := x.Shape()[x.Shape().Rank()-1]
+	ch := tensor.Shape{n}
+	var gamma, beta *graph.Node
+	if !b.NoScale {
+		gamma = c.Weight(b.LayerName+"/gamma", ch, Constant{1}, true)
+	}
+	if !b.NoCenter {
+		beta = c.Weight(b.LayerName+"/beta", ch, Constant{0}, true)
+	}
 	mm := c.Weight(b.LayerName+"/moving_mean", ch, Constant{0}, false)
 	mv := c.Weight(b.LayerName+"/moving_variance", ch, Constant{1}, false)
-	axes := make([]int, x.Shape().Rank()-1)
-	for i := range axes {
-		axes[i] = i
-	}
 	mean, variance := mm, mv
 	if c.Training {
-		mean = graph.ReduceMean(x, axes...)
-		variance = graph.ReduceMean(graph.Square(graph.Sub(x, mean)), axes...)
+		m := graph.Moments(x) // [2, C]: mean, variance
+		mean = graph.Reshape(graph.Slice(m, []int{0, 0}, []int{1, n}), n)
+		variance = graph.Reshape(graph.Slice(m, []int{1, 0}, []int{2, n}), n)
 		c.Updates = append(c.Updates,
 			[2]*graph.Node{mm, graph.Add(graph.MulScalar(mm, mom), graph.MulScalar(mean, 1-mom))},
 			[2]*graph.Node{mv, graph.Add(graph.MulScalar(mv, mom), graph.MulScalar(variance, 1-mom))})
 	}
-	// y = (x - mean) * gamma/sqrt(var + eps) + beta
-	scale := graph.Div(gamma, graph.Sqrt(graph.AddScalar(variance, eps)))
-	return graph.Add(graph.Mul(graph.Sub(x, mean), scale), beta)
+	std := graph.Sqrt(graph.AddScalar(variance, eps))
+	var scale *graph.Node
+	if gamma != nil {
+		scale = graph.Div(gamma, std)
+	} else {
+		scale = graph.Div(graph.ScalarLike(std, 1), std)
+	}
+	shift := graph.Neg(graph.Mul(mean, scale))
+	if beta != nil {
+		shift = graph.Sub(beta, graph.Mul(mean, scale))
+	}
+	if !c.Training {
+		if y := foldIntoConv(x, scale); y != nil {
+			return graph.Add(y, shift)
+		}
+	}
+	return graph.Add(graph.Mul(x, scale), shift)
+}
+
+// foldIntoConv returns, when x is a plain float32 or float64 Conv2D,
+// that convolution with its filter [KH, KW, C, F] scaled per output
+// channel: conv(x, W)·scale = conv(x, W·scale), so in inference
+// BatchNormalization costs a [KH, KW, C, F] product and a bias, not a pass
+// over the output (the unscaled convolution is left unread and pruned).
+// It returns nil otherwise.
+func foldIntoConv(x, scale *graph.Node) *graph.Node {
+	if x.Op() != graph.OpConv2D || x.Attr().BF16 {
+		return nil
+	}
+	in, w := x.Inputs()[0], x.Inputs()[1]
+	if w.DType() != scale.DType() {
+		return nil
+	}
+	return graph.Conv2DWith(in, graph.Mul(w, scale), graph.ConvOptionsOf(x.Attr()))
 }
 
 func or(v, def float64) float64 {

@@ -494,3 +494,11 @@ var (
 	_ MultiLayer = (*Bidirectional)(nil)
 	_ Layer      = (*LSTM)(nil)
 )
+
+// Serializable (serialize.go).
+var (
+	_ = RegisterLayer("Bidirectional", &Bidirectional{})
+	_ = RegisterLayer("GRU", &GRU{})
+	_ = RegisterLayer("LSTM", &LSTM{})
+	_ = RegisterLayer("SimpleRNN", &SimpleRNN{})
+)

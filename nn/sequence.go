@@ -208,3 +208,13 @@ func (l *TimeDistributed) Forward(c *Context, x *graph.Node) *graph.Node {
 	y := l.Layer.Forward(c, graph.Reshape(x, flat...))
 	return graph.Reshape(y, append(tensor.Shape{s[0], s[1]}, y.Shape()[1:]...)...)
 }
+
+// Serializable (serialize.go).
+var (
+	_ = RegisterLayer("Conv1D", &Conv1D{})
+	_ = RegisterLayer("GlobalPooling1D", &GlobalPooling1D{})
+	_ = RegisterLayer("Pool1D", &Pool1D{})
+	_ = RegisterLayer("PositionEmbedding", &PositionEmbedding{})
+	_ = RegisterLayer("SinePositionEncoding", &SinePositionEncoding{})
+	_ = RegisterLayer("TimeDistributed", &TimeDistributed{})
+)

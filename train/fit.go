@@ -314,7 +314,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		}
 		loss += pr.loss.Float64At(0) * float64(size) / float64(local)
 		if c, ok := t.scoring.count(pr.out, src, true); ok {
-			e.correct, e.seen = e.correct+c, e.seen+size
+			e.correct, e.seen = e.correct+c, e.seen+size*t.scoring.units()
 		}
 		at += size
 	}
@@ -501,7 +501,7 @@ func (t *Trainer) Evaluate(ds *data.Examples) (loss, acc float64, err error) {
 		sum += pr.loss.Float64At(0)
 		if c, ok := t.scoring.count(pr.out, src, false); ok {
 			correct += c
-			seen += pr.batch
+			seen += pr.batch * t.scoring.units()
 		}
 	})
 	return sum / float64(ds.N), ratio(correct, seen), err

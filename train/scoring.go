@@ -17,7 +17,13 @@ type scoring struct {
 	// logits a loss read, threshold 0) and what evaluation reports (the
 	// output itself: probabilities after a sigmoid, threshold 0.5)
 	trainAt, evalAt float64
+	// pixels is the labels per example of a per-pixel score (0: one)
+	pixels int
 }
+
+// units returns the scored units of one example: its pixels for a
+// per-pixel score, else 1.
+func (s scoring) units() int { return max(1, s.pixels) }
 
 type scoreKind uint8
 
@@ -25,12 +31,16 @@ const (
 	scoreNone   scoreKind = iota
 	scoreArgmax           // argmax of an output [C] against a class label
 	scoreBinary           // one output against a 0/1 label, at a threshold
+	scorePixels           // argmax of each pixel's [C] of an output [H, W, C] against its label (pixels.go)
 )
 
 // scoringFor returns how accuracy is counted for output o on data d.
 func scoringFor(o step.OutputSpec, d *data.Examples) scoring {
 	if d.Labels == nil {
 		return scoring{}
+	}
+	if d.LabelShape != nil {
+		return pixelScoring(o, d)
 	}
 	switch {
 	case o.Shape.Rank() == 1 && o.Shape[0] > 1 && d.Classes <= o.Shape[0]:
@@ -62,6 +72,8 @@ func (s scoring) count(out tensor.Tensor, lab labeler, training bool) (correct i
 	rows := out.Shape()[0]
 	c := out.Len() / max(rows, 1)
 	switch s.kind {
+	case scorePixels:
+		return countPixels(out, lab, s.pixels), true
 	case scoreArgmax:
 		if out.DType() == tensor.Float32 {
 			o := out.Float32s()

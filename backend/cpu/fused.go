@@ -43,9 +43,21 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 	chunk := f.Chunk
 	reg := func(r int) []T { return work[r*chunk : (r+1)*chunk] }
 	leafReg := func(k int) []T { return work[(f.Regs+b.leafSlot[k])*chunk : (f.Regs+b.leafSlot[k]+1)*chunk] }
+	// A periodic leaf whose period divides the chunk reads the same
+	// segment in every chunk (chunks start at multiples of the chunk, see
+	// fusedPart): it is staged once, like a scalar.
+	staged := func(l compile.FusedLeaf) bool {
+		return l.Kind == compile.LeafPeriodic && chunk%l.Period == 0 && lo%chunk == 0
+	}
 	for k, l := range f.Leaves {
-		if l.Kind == compile.LeafScalar {
+		switch {
+		case l.Kind == compile.LeafScalar:
 			kernels.Fill(leafReg(k), tensor.As[T](leaves[k])[0])
+		case staged(l):
+			src, dst := tensor.As[T](leaves[k]), leafReg(k)
+			for j := 0; j < chunk; j += l.Period {
+				copy(dst[j:j+l.Period], src)
+			}
 		}
 	}
 	for i := lo; i < hi; i += chunk {
@@ -59,6 +71,9 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 			case compile.LeafFull:
 				return tensor.As[T](leaves[k])[i : i+n]
 			case compile.LeafScalar:
+				return leafReg(k)[:n]
+			}
+			if staged(f.Leaves[k]) {
 				return leafReg(k)[:n]
 			}
 			// periodic: copy the segment(s) of the period this chunk covers

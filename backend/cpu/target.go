@@ -67,10 +67,7 @@ func (t *Target) Lower(it *compile.Instr) int64 {
 		}
 		return int64(fusedScratchElems(f) * it.DType.Size())
 	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
-		g := kernels.ConvGeom(it.Geom)
-		per := int64(g.Im2ColSize(1) * it.DType.Size())
-		images := max(1, min(int64(g.N), ConvWorkspaceLimit/max(per, 1)))
-		return int64(g.Im2ColSize(int(images)) * it.DType.Size())
+		return convWorkspace(kernels.ConvGeom(it.Geom), it)
 	}
 	return 0
 }

@@ -305,11 +305,13 @@ func emitConv2D(c *converter, n *graph.Node) (string, error) {
 		}
 		in = append(in, bv)
 	}
+	o := graph.ConvOptionsOf(at) // dilation and groups (ONNX's OIHW weight of C/group inputs is HWIO's transpose)
+	extent := [2]int{graph.EffectiveWindow(at.Window[0], o.Dilation[0]), graph.EffectiveWindow(at.Window[1], o.Dilation[1])}
 	y := c.node("Conv", "nchw", in,
 		attrIs("kernel_shape", int64(at.Window[0]), int64(at.Window[1])),
 		attrIs("strides", int64(at.Strides[0]), int64(at.Strides[1])),
-		attrIs("pads", pads(x.Shape()[1], x.Shape()[2], at.Window, at.Strides, at.Same)...),
-		attrIs("dilations", 1, 1), attrI("group", 1))
+		attrIs("pads", pads(x.Shape()[1], x.Shape()[2], extent, at.Strides, at.Same)...),
+		attrIs("dilations", int64(o.Dilation[0]), int64(o.Dilation[1])), attrI("group", int64(o.Groups)))
 	out := c.node("Transpose", "", []string{y}, attrIs("perm", int64s(nhwc)...))
 	if add != nil {
 		c.fused[add.ID()] = out

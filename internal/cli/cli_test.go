@@ -384,7 +384,7 @@ func TestBadInvocations(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"unknown_model", []string{"train", "--model", "resnet"}, []string{"resnet", "small", "mlp", "cnn"}},
+		{"unknown_model", []string{"train", "--model", "vgg16"}, []string{"vgg16", "small", "mlp", "cnn", "resnet", "unet"}},
 		{"unknown_dataset", []string{"train", "--dataset", "imagenet"}, []string{"imagenet", "digits", "fashion-mnist"}},
 		{"unknown_optimizer", []string{"train", "--optimizer", "rmsprop"}, []string{"rmsprop", "adam", "sgd"}},
 		{"missing_fashion_mnist", []string{"train", "--dataset", "fashion-mnist", "--data-dir", "/nonexistent"},

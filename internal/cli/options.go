@@ -38,11 +38,11 @@ type options struct {
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN); on text: gpt, lstm (peers/seq.py's)")
-	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic, go-src (Go's own sources: text for gpt and lstm)")
+	fs.StringVar(&o.model, "model", "small", "model: small (dense 128, for 8x8 digits), mlp (784-1024-1024-10), cnn (the reference CNN), resnet (ResNet-20), unet (a small U-Net, for shapes); on text: gpt, lstm (peers/seq.py's)")
+	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic, shapes (segmentation: a class per pixel; the default for --model unet), go-src (Go's own sources: text for gpt and lstm)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory of the Fashion-MNIST files (default "+datasets.FashionMNISTDir+")")
-	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 1 otherwise)")
-	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits, 128 otherwise)")
+	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 4 on shapes, 1 otherwise)")
+	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits and shapes, 128 otherwise)")
 	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "threads for kernels")
 	fs.Float64Var(&o.lr, "lr", 1e-3, "learning rate")
 	fs.StringVar(&o.optimizer, "optimizer", "adam", "optimizer: adam, adamw, sgd, momentum, nesterov")
@@ -65,20 +65,31 @@ func (o *options) parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	dataset := false
+	fs.Visit(func(f *flag.Flag) { dataset = dataset || f.Name == "dataset" })
+	if !dataset && o.model == "unet" {
+		o.dataset = "shapes" // a segmentation model: its own data set unless told
+	}
 	return o.finish()
 }
 
 func (o *options) finish() error {
 	if o.epochs == 0 {
 		o.epochs = 1
-		if o.dataset == "digits" {
+		switch o.dataset {
+		case "digits":
 			o.epochs = 20
+		case "shapes":
+			o.epochs = shapesEpochs
 		}
 	}
 	if o.batch == 0 {
 		o.batch = 128
-		if o.dataset == "digits" || o.isText() {
+		switch {
+		case o.dataset == "digits" || o.isText():
 			o.batch = 32
+		case o.dataset == "shapes":
+			o.batch = shapesBatch
 		}
 	}
 	if o.isText() && o.model == "small" { // the default model is not a language model
@@ -134,13 +145,16 @@ func (o *options) load() (trainSet, testSet *data.Examples, err error) {
 	case "synthetic":
 		// the peers' sizes: 60,000 examples for the mlp, 20,000 for the cnn
 		n, shape := 60000, tensor.Shape{784}
-		if o.model == "cnn" {
+		if o.model == "cnn" || o.model == "resnet" {
 			n, shape = 20000, tensor.Shape{28, 28, 1}
 		}
 		tr, te := datasets.Synthetic(shape, n, n/10, 10, 0)
 		return tr, te, nil
+	case "shapes":
+		tr, te := datasets.Shapes(shapesTrain, shapesTest, shapesSize, 0)
+		return tr, te, nil
 	}
-	return nil, nil, fmt.Errorf("unknown data set %q (known: digits, fashion-mnist, synthetic)", o.dataset)
+	return nil, nil, fmt.Errorf("unknown data set %q (known: digits, fashion-mnist, synthetic, shapes)", o.dataset)
 }
 
 // config builds the model and the training configuration for the data.

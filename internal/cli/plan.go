@@ -107,9 +107,16 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	totals[mem.Input] += dataBytes
-	params, _, err := nn.Params(cfg.Model)
+	// param_count: trainable parameters, as the peers count them (PyTorch's
+	// parameters(): BatchNormalization's moving statistics are not); a
+	// Keras file's count stays Keras' total (its "Total params")
+	total, trainable, err := nn.Params(cfg.Model)
 	if err != nil {
 		return err
+	}
+	params := trainable
+	if o.keras != "" {
+		params = total
 	}
 	r := planReport{Model: o.model, Dataset: o.dataset, Batch: o.batch, ParamCount: params,
 		ParamsBytes: totals[mem.Param], GradsBytes: totals[mem.Grad], OptStateBytes: totals[mem.OptState],

@@ -20,6 +20,7 @@ import (
 	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/dist"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/profile"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -286,8 +287,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d optstate_bytes=%d allreduce_s=%.3f allreduce_wait_s=%.3f val_loss=%.6f val_acc=%.4f\n",
-		o.model, o.dataset, o.threads, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
+	_, paramCount, err := nn.Params(cfg.Model) // trainable, as the peers count
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "RESULT engine=headroom model=%s data=%s threads=%d param_count=%d batch=%d samples_per_sec=%.1f steps=%d first_loss=%.4f final_loss=%.6f train_s=%.2f test_acc=%.4f planned_peak_bytes=%d measured_peak_bytes=%d ledger_growth_bytes=%d peak_rss_mib=%.1f precision=%s micro_batch=%d accumulate=%d remat_bytes_saved=%d skipped_steps=%d ranks=%d optstate_bytes=%d allreduce_s=%.3f allreduce_wait_s=%.3f val_loss=%.6f val_acc=%.4f\n",
+		o.model, o.dataset, o.threads, paramCount, o.batch, h.SamplesPerSec, h.Steps, h.FirstLoss, h.LastLoss, h.TrainSeconds, acc,
 		t.Planned, h.MeasuredPeak, h.LedgerGrowth, peakRSSMiB(), precisionName(cfg.Precision), cfg.Batch/max(1, cfg.Accumulate)/comm.Size(), max(1, cfg.Accumulate), saved, h.SkippedSteps, comm.Size(), t.Engine().Ledger().LiveBy(mem.OptState), h.AllReduceSeconds, h.AllReduceWaitSeconds, valLoss, acc)
 	return nil
 }

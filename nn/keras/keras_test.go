@@ -256,7 +256,7 @@ func TestErrors(t *testing.T) {
 		{"too large a layer", seq(input28, flat28, layer("Dense", `"name": "d", "units": 2147483647`)), 2, false, "784 x 2147483647 values exceed 2^40"},
 		{"too many params", seq(layer("InputLayer", `"name": "in", "batch_shape": [null, 1048576]`), layer("Dense", `"name": "d", "units": 524288`),
 			layer("Dense", `"name": "e", "units": 1048576`)), 2, false, "the model's parameters exceed 2^40"},
-		{"swish", seq(input28, flat28, layer("Dense", `"name": "d", "units": 3, "activation": "swish"`)), 2, true, "activation \"swish\" is not supported"},
+		{"celu", seq(input28, flat28, layer("Dense", `"name": "d", "units": 3, "activation": "celu"`)), 2, true, "activation \"celu\" is not supported"},
 		{"activation number", seq(input28, layer("Activation", `"name": "a", "activation": 3`)), 1, false, "activation: want a name"},
 		{"activation missing", seq(input28, layer("Activation", `"name": "a"`)), 1, false, "activation is missing"},
 		{"relu6", seq(input28, layer("ReLU", `"name": "r", "max_value": 6`)), 1, true, "max_value"},

@@ -1,0 +1,239 @@
+// Command genvision writes kernels/vision_amd64.s and its Go declarations:
+// the AVX-512 tile of the direct convolution (vision_direct.go), with avo
+// (github.com/mmcloughlin/avo). The Go side is vision_amd64.go.
+//
+// convTile512rRvV computes R consecutive output positions (one output row
+// of an NHWC convolution) × 16·V output channels, V ≤ 2, holding the R·V
+// accumulators in zmm registers while it walks the taps of the window
+// and, per tap, the input channels: each input value is broadcast from
+// memory into the multiply-add with one or two vectors of 16 filter
+// values. Nothing is packed: the input is read where it lies (Georganas et
+// al., "Anatomy of High-Performance Deep Learning Convolutions on SIMD
+// Architectures", SC 2018, the direct convolution's register blocking).
+//
+// filtTile512cCvV computes the filter gradient of one tap for C input
+// channels × 16·V filters, summing x·dy over a rectangle of output
+// positions with the C·V accumulators in registers.
+//
+// moments512 sums, per channel, the shifted values and their squares in
+// float64, sixteen channels at a time (BatchNormalization's statistics).
+//
+//	go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// tileRows are the tile heights generated, for each width V of 1 and 2.
+var tileRows = []int{12, 8, 4, 2, 1}
+
+// filtChannels are the channel blocks of the filter gradient's tiles, for
+// V = 1 and 2.
+var filtChannels = [2][]int{{16, 8, 4}, {12, 8, 4}}
+
+func filtTile(cb, nv int) {
+	name := fmt.Sprintf("filtTile512c%dv%d", cb, nv)
+	TEXT(name, NOSPLIT, "func(dw, x, dy *float32, rows, cols, xcol, xrow, dycol, dyrow, ldw int, acc bool)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets (with acc: adds to) dw[c·ldw + j], c < %d, j < %d, the sum over", name, cb, 16*nv),
+		"the rows × cols positions (i, k) of x[i·xrow + k·xcol + c]·dy[i·dyrow + k·dycol + j],",
+		"row by row (strides in bytes; ldw in floats; rows, cols >= 1).")
+	dw, x, dy := Load(Param("dw"), reg.RDI), Load(Param("x"), reg.RSI), Load(Param("dy"), reg.RDX)
+	rows, xcol, xrow := Load(Param("rows"), reg.R8), Load(Param("xcol"), reg.R10), Load(Param("xrow"), reg.R11)
+	dycol, dyrow, ldw := Load(Param("dycol"), reg.R12), Load(Param("dyrow"), reg.R13), Load(Param("ldw"), reg.R14)
+	SHLQ(U8(2), ldw)
+	xp, dp, k, t := reg.RAX, reg.RBX, reg.RCX, reg.R15
+	zs := []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9, reg.Z10, reg.Z11,
+		reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23}
+	acc := make([][]reg.VecPhysical, cb)
+	for c := range acc {
+		acc[c] = zs[c*nv : c*nv+nv]
+	}
+	// the accumulators start at zero, or at dw with acc
+	accFlag := Load(Param("acc"), reg.R9.As8())
+	MOVQ(dw, t)
+	CMPB(accFlag, U8(0))
+	JE(LabelRef("zero"))
+	for c := 0; c < cb; c++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(Mem{Base: t, Disp: 64 * v}, acc[c][v])
+		}
+		if c < cb-1 {
+			ADDQ(ldw, t)
+		}
+	}
+	JMP(LabelRef("row"))
+	Label("zero")
+	for c := 0; c < cb; c++ {
+		for _, a := range acc[c] {
+			VXORPS(a, a, a)
+		}
+	}
+	b := []reg.VecPhysical{reg.Z28, reg.Z29}
+	Label("row")
+	MOVQ(x, xp)
+	MOVQ(dy, dp)
+	Load(Param("cols"), k)
+	Label("col")
+	for v := 0; v < nv; v++ {
+		VMOVUPS(Mem{Base: dp, Disp: 64 * v}, b[v])
+	}
+	for c := 0; c < cb; c++ {
+		for v := 0; v < nv; v++ {
+			VFMADD231PS_BCST(Mem{Base: xp, Disp: 4 * c}, b[v], acc[c][v])
+		}
+	}
+	ADDQ(xcol, xp)
+	ADDQ(dycol, dp)
+	DECQ(k)
+	JNZ(LabelRef("col"))
+	ADDQ(xrow, x)
+	ADDQ(dyrow, dy)
+	DECQ(rows)
+	JNZ(LabelRef("row"))
+	for c := 0; c < cb; c++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(acc[c][v], Mem{Base: dw, Disp: 64 * v})
+		}
+		if c < cb-1 {
+			ADDQ(ldw, dw)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+func main() {
+	ConstraintExpr("!purego")
+	for _, v := range []int{1, 2} {
+		for _, r := range tileRows {
+			convTile(r, v)
+		}
+	}
+	for _, v := range []int{1, 2} {
+		for _, c := range filtChannels[v-1] {
+			filtTile(c, v)
+		}
+	}
+	moments()
+	Generate()
+}
+
+func convTile(rows, nv int) {
+	name := fmt.Sprintf("convTile512r%dv%d", rows, nv)
+	TEXT(name, NOSPLIT, "func(y, x, w *float32, xoff, woff *int, taps, cin, xstride, ldw, ldy int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets y[r·ldy + j] = Σ_{t < taps, c < cin} x[xoff[t]/4 + r·xstride + c]·w[woff[t]/4 + c·ldw + j]", name),
+		fmt.Sprintf("for r < %d and j < %d (xoff, woff in bytes; strides in floats; cin >= 1), summing", rows, 16*nv),
+		"over taps, then channels, in order.")
+	y, x, w := Load(Param("y"), reg.RDI), Load(Param("x"), reg.RSI), Load(Param("w"), reg.RDX)
+	xoff, woff := Load(Param("xoff"), reg.R8), Load(Param("woff"), reg.R9)
+	taps, cin := Load(Param("taps"), reg.R10), Load(Param("cin"), reg.R11)
+	xstride, ldw, ldy := Load(Param("xstride"), reg.R12), Load(Param("ldw"), reg.R13), Load(Param("ldy"), reg.R14)
+	for _, r := range []reg.Register{xstride, ldw, ldy} {
+		SHLQ(U8(2), r)
+	}
+	xp, wp, p, c := reg.RAX, reg.RBX, reg.RCX, reg.R15
+	acc := make([][]reg.VecPhysical, rows)
+	zs := []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9, reg.Z10, reg.Z11,
+		reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23}
+	for r := range acc {
+		acc[r] = zs[r*nv : r*nv+nv]
+		for _, a := range acc[r] {
+			VXORPS(a, a, a)
+		}
+	}
+	b := []reg.VecPhysical{reg.Z28, reg.Z29}
+	Label("tap")
+	CMPQ(taps, U8(0))
+	JE(LabelRef("store"))
+	MOVQ(Mem{Base: xoff}, xp)
+	ADDQ(x, xp)
+	MOVQ(Mem{Base: woff}, wp)
+	ADDQ(w, wp)
+	MOVQ(cin, c)
+	Label("channel")
+	for v := 0; v < nv; v++ {
+		VMOVUPS(Mem{Base: wp, Disp: 64 * v}, b[v])
+	}
+	MOVQ(xp, p)
+	for r := 0; r < rows; r++ {
+		for v := 0; v < nv; v++ {
+			VFMADD231PS_BCST(Mem{Base: p}, b[v], acc[r][v])
+		}
+		if r < rows-1 {
+			ADDQ(xstride, p)
+		}
+	}
+	ADDQ(U8(4), xp)
+	ADDQ(ldw, wp)
+	DECQ(c)
+	JNZ(LabelRef("channel"))
+	ADDQ(U8(8), xoff)
+	ADDQ(U8(8), woff)
+	DECQ(taps)
+	JMP(LabelRef("tap"))
+	Label("store")
+	for r := 0; r < rows; r++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(acc[r][v], Mem{Base: y, Disp: 64 * v})
+		}
+		if r < rows-1 {
+			ADDQ(ldy, y)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+func moments() {
+	TEXT("moments512", NOSPLIT, "func(s1, s2 *float64, x, shift *float32, rows, stride, blocks int)")
+	Pragma("noescape")
+	Doc("moments512 adds, for j < 16·blocks, Σ_{r < rows} d and Σ d·d in float64, d = x[r·stride + j] - shift[j]",
+		"(in float32), to s1[j] and s2[j], adding the rows in order (rows >= 1; stride in floats).")
+	s1, s2 := Load(Param("s1"), reg.RDI), Load(Param("s2"), reg.RSI)
+	x, shift := Load(Param("x"), reg.RDX), Load(Param("shift"), reg.R8)
+	rows, stride, blocks := Load(Param("rows"), reg.R9), Load(Param("stride"), reg.R10), Load(Param("blocks"), reg.R11)
+	SHLQ(U8(2), stride)
+	p, r := reg.RAX, reg.RCX
+	sh, v, lo, hi := reg.Z0, reg.Z1, reg.Z2, reg.Z3
+	a1, b1, a2, b2 := reg.Z4, reg.Z5, reg.Z6, reg.Z7
+	Label("block")
+	VMOVUPD(Mem{Base: s1}, a1)
+	VMOVUPD(Mem{Base: s1, Disp: 64}, b1)
+	VMOVUPD(Mem{Base: s2}, a2)
+	VMOVUPD(Mem{Base: s2, Disp: 64}, b2)
+	VMOVUPS(Mem{Base: shift}, sh)
+	MOVQ(x, p)
+	MOVQ(rows, r)
+	Label("row")
+	VMOVUPS(Mem{Base: p}, v)
+	VSUBPS(sh, v, v) // v = x - shift
+	VCVTPS2PD(v.AsY(), lo)
+	VEXTRACTF32X8(U8(1), v, hi.AsY())
+	VCVTPS2PD(hi.AsY(), hi)
+	VADDPD(lo, a1, a1)
+	VADDPD(hi, b1, b1)
+	VFMADD231PD(lo, lo, a2)
+	VFMADD231PD(hi, hi, b2)
+	ADDQ(stride, p)
+	DECQ(r)
+	JNZ(LabelRef("row"))
+	VMOVUPD(a1, Mem{Base: s1})
+	VMOVUPD(b1, Mem{Base: s1, Disp: 64})
+	VMOVUPD(a2, Mem{Base: s2})
+	VMOVUPD(b2, Mem{Base: s2, Disp: 64})
+	ADDQ(U8(128), s1)
+	ADDQ(U8(128), s2)
+	ADDQ(U8(64), x)
+	ADDQ(U8(64), shift)
+	DECQ(blocks)
+	JNZ(LabelRef("block"))
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,50 @@
+//go:build !purego
+
+package kernels
+
+//go:generate go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
+
+// convTileFunc is the signature of the direct convolution's tiles
+// (vision_amd64.s).
+type convTileFunc func(y, x, w *float32, xoff, woff *int, taps, cin, xstride, ldw, ldy int)
+
+// directTiles holds the tiles by width (V = 1, 2) and height (12, 8, 4,
+// 2, 1), or nothing where the assembly does not run (no AVX-512).
+var directTiles = func() (t [2][5]convTileFunc) {
+	if !simdPool {
+		return t
+	}
+	return [2][5]convTileFunc{
+		{convTile512r12v1, convTile512r8v1, convTile512r4v1, convTile512r2v1, convTile512r1v1},
+		{convTile512r12v2, convTile512r8v2, convTile512r4v2, convTile512r2v2, convTile512r1v2},
+	}
+}()
+
+// filtTileFunc is the signature of the filter gradient's tiles.
+type filtTileFunc func(dw, x, dy *float32, rows, cols, xcol, xrow, dycol, dyrow, ldw int, acc bool)
+
+// filtTiles holds the filter gradient's tiles by width (V = 1, 2) and
+// channel block (filtChannels), or nothing without AVX-512.
+var filtTiles = func() (t [2][3]filtTileFunc) {
+	if !simdPool {
+		return t
+	}
+	return [2][3]filtTileFunc{
+		{filtTile512c16v1, filtTile512c8v1, filtTile512c4v1},
+		{filtTile512c12v2, filtTile512c8v2, filtTile512c4v2},
+	}
+}()
+
+// momentsSIMD adds the shifted sums and sums of squares of the first
+// 16·blocks channels of rows rows of x (stride floats apart) to s1 and s2,
+// and returns true; or returns false, doing nothing, without AVX-512.
+func momentsSIMD(s1, s2 []float64, x, shift []float32, rows, stride, blocks int) bool {
+	if !simdPool || rows < 1 || blocks < 1 {
+		return false
+	}
+	if len(s1) < 16*blocks || len(s2) < 16*blocks || len(shift) < 16*blocks || (rows-1)*stride+16*blocks > len(x) {
+		panicf("moments: %d rows of %d blocks past the end of x (%d) or the sums", rows, blocks, len(x))
+	}
+	moments512(&s1[0], &s2[0], &x[0], &shift[0], rows, stride, blocks)
+	return true
+}
