@@ -371,4 +371,3 @@ func (p *parser) checkShapes(g *fnModel) error {
 	}
 	return nil
 }
-

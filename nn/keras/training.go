@@ -522,4 +522,3 @@ func (s InverseTimeDecay) String() string {
 }
 
 var _ optim.Schedule = InverseTimeDecay{}
-
