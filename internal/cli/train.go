@@ -111,6 +111,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer t.Close()
+	if err := o.kerasStart(out, t); err != nil {
+		return err
+	}
 	printPlan(out, &o, t, trainSet, testSet)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

@@ -2,6 +2,8 @@ package keras
 
 import (
 	"errors"
+
+	"github.com/headroom-ml/headroom/nn"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +11,9 @@ import (
 )
 
 // FuzzParse: Parse never panics; an error is a *Error naming the file; a
-// model's totals add up over its layers and agree with nn's summary.
+// model's totals add up over its layers and agree with nn's count of its
+// weights (trainable ones too); its summary and training config read
+// without panics.
 func FuzzParse(f *testing.F) {
 	var paths []string
 	for _, pattern := range []string{filepath.Join("testdata", "*.json"), filepath.Join(sharedDir(f), "*.json")} {
@@ -50,8 +54,18 @@ func FuzzParse(f *testing.F) {
 		if sum != m.Params || trainable != m.TrainableParams || m.TrainableParams > m.Params {
 			t.Fatalf("layers add up to %d (%d trainable), model says %d (%d)", sum, trainable, m.Params, m.TrainableParams)
 		}
-		if _, total, err := m.Sequential.Summary(); err != nil || total != m.Params {
-			t.Fatalf("nn summary: %d params (%v), want %d", total, err, m.Params)
+		total, trainable, err := nn.Params(m.NN())
+		if err != nil || total != m.Params || trainable != m.TrainableParams {
+			t.Fatalf("nn: %d params (%d trainable, %v), want %d (%d)", total, trainable, err, m.Params, m.TrainableParams)
+		}
+		if !strings.Contains(m.Summary(), "Total params: ") {
+			t.Fatalf("summary without totals:\n%s", m.Summary())
+		}
+		if _, err := m.Training.NewOptimizer(); err != nil && !strings.Contains(err.Error(), "optimizer") {
+			t.Fatalf("optimizer error %q does not say so", err)
+		}
+		if _, err := m.Training.StepLosses(); err != nil && !strings.Contains(err.Error(), "loss") {
+			t.Fatalf("loss error %q does not name the loss", err)
 		}
 	})
 }

@@ -364,7 +364,11 @@ func (t *Training) NewOptimizer() (*Optimizer, error) {
 	if !ok {
 		return nil, unsupportedError(fmt.Sprintf("optimizer %s is not supported; supported: Adam, AdamW, SGD (momentum, nesterov), RMSprop, Adagrad, Nadam", t.Optimizer))
 	}
-	f := &fields{m: t.optimizer}
+	conf := make(map[string]any, len(t.optimizer))
+	for k, v := range t.optimizer {
+		conf[k] = v
+	}
+	f := &fields{m: conf}
 	num := func(k string) float64 { return f.float(k, defs[k]) }
 	used := map[string]bool{}
 	for k := range defs {
@@ -372,21 +376,27 @@ func (t *Training) NewOptimizer() (*Optimizer, error) {
 	}
 	o := &Optimizer{}
 	if v, ok := f.get("learning_rate"); ok {
-		if _, isNum := v.(map[string]any); isNum {
-			cls, _ := v.(map[string]any)["class_name"].(string)
-			return nil, unsupportedError(fmt.Sprintf("a learning rate schedule (%s) is not supported: give a constant learning_rate, or use --lr", cls))
+		if sm, isSchedule := v.(map[string]any); isSchedule {
+			s, err := readSchedule(sm)
+			if err != nil {
+				return nil, fmt.Errorf("optimizer %s: learning_rate: %w", t.Optimizer, err)
+			}
+			o.Schedule = s
+			delete(f.m, "learning_rate")
 		}
 	}
-	lr := num("learning_rate")
-	if !(lr > 0) {
-		f.fail("learning_rate %v: want a positive number", lr)
-	}
-	o.Schedule = optim.Constant(lr)
-	if decay := f.float("decay", 0); decay != 0 { // Keras 2: lr / (1 + decay·iterations)
-		if decay < 0 {
-			f.fail("decay %v is negative", decay)
+	if o.Schedule == nil {
+		lr := num("learning_rate")
+		if !(lr > 0) {
+			f.fail("learning_rate %v: want a positive number", lr)
 		}
-		o.Schedule = InverseTimeDecay{Base: lr, Decay: decay}
+		o.Schedule = optim.Constant(lr)
+		if decay := f.float("decay", 0); decay != 0 { // Keras 2: lr / (1 + decay·iterations)
+			if decay < 0 {
+				f.fail("decay %v is negative", decay)
+			}
+			o.Schedule = InverseTimeDecay{Initial: lr, Rate: decay, Steps: 1}
+		}
 	}
 	used["decay"] = true
 	if f.boolean("amsgrad", false) {
@@ -466,7 +476,7 @@ func (t *Training) NewOptimizer() (*Optimizer, error) {
 		o.Optimizer = &optim.Nadam{Beta1: b1, Beta2: b2, Epsilon: eps, ScheduleDecay: d}
 	}
 	var unknown []string
-	for k, v := range t.optimizer {
+	for k, v := range conf {
 		if !used[k] && !ignoredSettings[k] && v != nil {
 			unknown = append(unknown, k)
 		}
@@ -478,9 +488,15 @@ func (t *Training) NewOptimizer() (*Optimizer, error) {
 	if f.err != nil {
 		return nil, fmt.Errorf("optimizer %s: %w", t.Optimizer, f.err)
 	}
-	o.Description = describeOptimizer(class, t.optimizer, defs)
+	if _, constant := o.Schedule.(optim.Constant); !constant {
+		conf["learning_rate"] = scheduleText(o.Schedule.String())
+	}
+	o.Description = describeOptimizer(class, conf, defs)
 	return o, nil
 }
+
+// scheduleText is a learning rate schedule described for describeOptimizer.
+type scheduleText string
 
 // describeOptimizer writes class(setting=value, ...) with every setting
 // that applies, defaults filled in.
@@ -490,7 +506,7 @@ func describeOptimizer(class string, conf map[string]any, defs map[string]float6
 		keys = append(keys, k)
 	}
 	for k, v := range conf {
-		if _, ok := defs[k]; !ok && !ignoredSettings[k] && v != nil {
+		if _, ok := defs[k]; !ok && !ignoredSettings[k] && v != nil && v != false {
 			keys = append(keys, k)
 		}
 	}
@@ -502,23 +518,12 @@ func describeOptimizer(class string, conf map[string]any, defs map[string]float6
 			parts = append(parts, fmt.Sprintf("%s=%g", k, defs[k]))
 			continue
 		}
+		if st, ok := v.(scheduleText); ok {
+			parts = append(parts, k+"="+string(st))
+			continue
+		}
 		parts = append(parts, k+"="+describe(v))
 	}
 	return class + "(" + strings.Join(parts, ", ") + ")"
 }
 
-// InverseTimeDecay is Keras 2's optimizer decay: Base/(1 + Decay·(step-1))
-// (iterations counts the updates before this one).
-type InverseTimeDecay struct {
-	Base, Decay float64
-}
-
-func (s InverseTimeDecay) LR(step int64) float64 {
-	return s.Base / (1 + s.Decay*float64(max(step-1, 0)))
-}
-
-func (s InverseTimeDecay) String() string {
-	return fmt.Sprintf("inverse_time_decay(%g, decay %g)", s.Base, s.Decay)
-}
-
-var _ optim.Schedule = InverseTimeDecay{}
