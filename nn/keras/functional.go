@@ -336,7 +336,7 @@ func (p *parser) callOutputs(g *fnModel, l *fnLayer, k int) ([]*value, error) {
 	for _, r := range cs.args {
 		v, err := p.resolve(g, r, l.index, l.nnName)
 		if err != nil {
-			return nil, p.layerErr(l.index, l.nnName, fmt.Errorf("call %d: %w", k+l.skip, err))
+			return nil, p.callErr(l, k, "", err)
 		}
 		args = append(args, v)
 		in.shapes = append(in.shapes, v.shape)
@@ -346,7 +346,7 @@ func (p *parser) callOutputs(g *fnModel, l *fnLayer, k int) ([]*value, error) {
 		for _, r := range cs.named[key] {
 			v, err := p.resolve(g, r, l.index, l.nnName)
 			if err != nil {
-				return nil, p.layerErr(l.index, l.nnName, fmt.Errorf("call %d: %s: %w", k+l.skip, key, err))
+				return nil, p.callErr(l, k, key+": ", err)
 			}
 			named[key] = append(named[key], v)
 			in.named[key] = append(in.named[key], v.shape)
@@ -402,6 +402,16 @@ func (p *parser) callOutputs(g *fnModel, l *fnLayer, k int) ([]*value, error) {
 	l.done++
 	g.results[key] = out
 	return out, nil
+}
+
+// callErr is an error resolving the inputs of call k of l: one about an
+// earlier layer is passed on as it is.
+func (p *parser) callErr(l *fnLayer, k int, what string, err error) error {
+	var ke *Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	return p.layerErr(l.index, l.nnName, fmt.Errorf("call %d: %s%w", k+l.skip, what, err))
 }
 
 // feed orders a call's tensors as the nn layer takes them.

@@ -2,6 +2,7 @@ package keras
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/headroom-ml/headroom/graph"
@@ -53,7 +54,16 @@ type callIn struct {
 
 // one returns the single input of a one-input layer.
 func (in callIn) one(f *fields, class string) ([]int, bool) {
-	if len(in.shapes) != 1 || len(in.named) != 0 {
+	if len(in.named) != 0 {
+		var keys []string
+		for k := range in.named {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		f.unsupported("keyword tensor arguments (%s) are not supported for %s", strings.Join(keys, ", "), class)
+		return nil, false
+	}
+	if len(in.shapes) != 1 {
 		n := len(in.shapes)
 		for _, s := range in.named {
 			n += len(s)

@@ -156,54 +156,59 @@ func refOf(e []any) (ref, error) {
 func readNode3(n map[string]any) (callSpec, error) {
 	c := callSpec{named: map[string][]ref{}, kw: map[string]any{}}
 	count := 0
-	var walk func(v any, out *[]ref, depth int) (constant bool, err error)
-	walk = func(v any, out *[]ref, depth int) (bool, error) {
+	// walk collects the tensors of v into out and returns a constant it
+	// holds, if any (nil, the null of an absent argument, is none)
+	var walk func(v any, out *[]ref, depth int) (constant any, err error)
+	walk = func(v any, out *[]ref, depth int) (any, error) {
 		if depth > maxDepth {
-			return false, errors.New("arguments nested too deeply")
+			return nil, errors.New("arguments nested too deeply")
 		}
 		switch t := v.(type) {
 		case nil:
-			return false, nil
+			return nil, nil
 		case map[string]any:
 			if cn, _ := t["class_name"].(string); cn == "__keras_tensor__" {
 				conf, _ := t["config"].(map[string]any)
 				h, ok := conf["keras_history"].([]any)
 				if !ok {
-					return false, fmt.Errorf("a __keras_tensor__ without keras_history")
+					return nil, fmt.Errorf("a __keras_tensor__ without keras_history")
 				}
 				r, err := refOf(h)
 				if err != nil {
-					return false, fmt.Errorf("keras_history: %w", err)
+					return nil, fmt.Errorf("keras_history: %w", err)
 				}
 				r.shape, _ = conf["shape"].([]any)
 				if count++; count > maxCalls {
-					return false, fmt.Errorf("more than %d input tensors", maxCalls)
+					return nil, fmt.Errorf("more than %d input tensors", maxCalls)
 				}
 				*out = append(*out, r)
-				return false, nil
+				return nil, nil
 			}
-			keys := sortedKeys(t)
-			constant := false
-			for _, k := range keys {
+			var constant any
+			for _, k := range sortedKeys(t) {
 				cst, err := walk(t[k], out, depth+1)
 				if err != nil {
-					return false, err
+					return nil, err
 				}
-				constant = constant || cst
+				if constant == nil {
+					constant = cst
+				}
 			}
 			return constant, nil
 		case []any:
-			constant := false
+			var constant any
 			for _, e := range t {
 				cst, err := walk(e, out, depth+1)
 				if err != nil {
-					return false, err
+					return nil, err
 				}
-				constant = constant || cst
+				if constant == nil {
+					constant = cst
+				}
 			}
 			return constant, nil
 		}
-		return true, nil
+		return v, nil
 	}
 	args, ok := n["args"].([]any)
 	if !ok && n["args"] != nil {
@@ -215,8 +220,8 @@ func readNode3(n map[string]any) (callSpec, error) {
 		if err != nil {
 			return c, fmt.Errorf("args: %w", err)
 		}
-		if constant {
-			return c, unsupportedError(fmt.Sprintf("a constant positional argument %s: headroom takes tensors from other layers only", describe(a)))
+		if constant != nil {
+			return c, unsupportedError(fmt.Sprintf("a constant positional argument %s: headroom takes tensors from other layers only", describe(constant)))
 		}
 		c.args = append(c.args, refs...)
 	}
