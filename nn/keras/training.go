@@ -248,9 +248,9 @@ func lossName(v any) (name, reduction string, err error) {
 			t = t[i+1:]
 		}
 		if strings.ToLower(t) != t {
-			return snake(t), "", nil
+			t = snake(t)
 		}
-		return t, "", nil
+		return lossAlias(t), "", nil
 	case map[string]any:
 		class, _ := t["class_name"].(string)
 		if s, ok := t["config"].(string); ok && (class == "function" || class == "") {
@@ -265,7 +265,7 @@ func lossName(v any) (name, reduction string, err error) {
 		}
 		class = strings.TrimPrefix(class, "Custom>")
 		name, _, err := lossName(class)
-		return lossAlias(name), reduction, err
+		return name, reduction, err
 	case []any:
 		if len(t) == 1 {
 			return lossName(t[0])
