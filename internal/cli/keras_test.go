@@ -46,7 +46,9 @@ func planKeras(t *testing.T, args ...string) kerasPlan {
 	return p
 }
 
-func kerasTestdata(name string) string { return filepath.Join("..", "..", "nn", "keras", "testdata", name) }
+func kerasTestdata(name string) string {
+	return filepath.Join("..", "..", "nn", "keras", "testdata", name)
+}
 
 // Acceptance 2 of issue 15: a functional Keras config with an Add and a
 // Concatenate trains from the CLI on the digits, with the optimizer and

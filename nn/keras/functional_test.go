@@ -417,7 +417,7 @@ func TestDictInputs(t *testing.T) {
 // (transfer learning: a base model and a head).
 func TestSequentialNesting(t *testing.T) {
 	base := map[string]any{"class_name": "Functional", "config": map[string]any{"name": "base",
-		"layers": []any{k2input("base_in", 4), k2layer("Dense", "feat", map[string]any{"units": 6, "trainable": false}, call(at("base_in", 0, 0)))},
+		"layers":       []any{k2input("base_in", 4), k2layer("Dense", "feat", map[string]any{"units": 6, "trainable": false}, call(at("base_in", 0, 0)))},
 		"input_layers": []any{at("base_in", 0, 0)}, "output_layers": []any{at("feat", 0, 0)}}}
 	js, _ := json.Marshal(map[string]any{"class_name": "Sequential", "config": map[string]any{"name": "s", "layers": []any{
 		map[string]any{"class_name": "InputLayer", "config": map[string]any{"name": "x", "batch_input_shape": []any{nil, 4}}},

@@ -526,4 +526,3 @@ func describeOptimizer(class string, conf map[string]any, defs map[string]float6
 	}
 	return class + "(" + strings.Join(parts, ", ") + ")"
 }
-

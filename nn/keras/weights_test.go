@@ -206,7 +206,12 @@ func TestReadWeightsErrors(t *testing.T) {
 		{"unknown weight", func(g [][]tfjsWeight) [][]tfjsWeight { g[1][4].name = "zzz/bias"; return g }, nil, "weight zzz/bias loads into no variable"},
 		{"shape", func(g [][]tfjsWeight) [][]tfjsWeight { g[1][3].shape = []int{1, 2}; return g }, nil, "weight out/kernel has shape [1, 2], variable out/kernel [2, 1]"},
 		{"missing", func(g [][]tfjsWeight) [][]tfjsWeight { g[1] = g[1][:4]; return g }, nil, "the manifest has no weight for out/bias"},
-		{"twice", func(g [][]tfjsWeight) [][]tfjsWeight { g[1][4].name = "out/kernel"; g[1][4].shape = []int{2, 1}; g[1][4].raw = []float64{1, 2}; return g }, nil,
+		{"twice", func(g [][]tfjsWeight) [][]tfjsWeight {
+			g[1][4].name = "out/kernel"
+			g[1][4].shape = []int{2, 1}
+			g[1][4].raw = []float64{1, 2}
+			return g
+		}, nil,
 			"weights out/kernel and out/kernel both load into out/kernel"},
 		{"bad quantization", func(g [][]tfjsWeight) [][]tfjsWeight { g[0][1].quant = "int4"; return g }, nil, `quantization dtype "int4"`},
 	}
