@@ -1,6 +1,14 @@
 // Package compile turns a graph into a Program: a flat list of instructions
-// (package internal/exec) and a Plan that gives every buffer an offset, a
-// size, a lifetime, an owner and a ledger category before anything runs.
+// (Instr, the device-neutral instruction set) and a Plan that gives every
+// buffer an offset, a size, a lifetime, an owner and a ledger category
+// before anything runs.
+//
+// compile knows no device: it imports no kernels and no backend. It asks
+// the Target of Options (a backend: backend/cpu.New for the host) what it
+// fuses, how much workspace each instruction needs (Target.Lower, which also
+// completes the instruction for the device), what persistent scratch its
+// kernels hold (Target.Scratch: a KindScratch buffer of the plan), and folds
+// constants by asking it to evaluate instructions on the host.
 //
 // In the life of a step, compile runs once, after the model, autodiff and the
 // optimizer have built the graph and before the runtime reserves memory. Its

@@ -1,9 +1,13 @@
 package data
 
 import (
+	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"os"
 )
 
 // IDX returns samples from IDX files (the MNIST and Fashion-MNIST format):
@@ -71,4 +75,42 @@ func readIDXHeader(fr *fileReader, pool *pool, name string) (*arrayStream, error
 		shape[i] = int64(binary.BigEndian.Uint32(d[:]))
 	}
 	return newArrayStream("idx", fr, pool, name, elem, shape)
+}
+
+// IDXShape returns the dimensions an IDX file's header declares (gzipped
+// or not), reading nothing past the header: a loader sizes its buffer
+// once from it instead of growing one.
+func IDXShape(path string) ([]int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 512)
+	var r io.Reader = br
+	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, formatErr("gzip", path, 0, err, "bad gzip header")
+		}
+		defer z.Close()
+		r = z
+	}
+	var head [4]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil || head[0] != 0 || head[1] != 0 {
+		return nil, formatErr("idx", path, 0, err, "no IDX magic number")
+	}
+	rank := int(head[3])
+	if rank == 0 || rank > 9 {
+		return nil, formatErr("idx", path, 3, nil, "rank %d", rank)
+	}
+	shape := make([]int64, rank)
+	for i := range shape {
+		var d [4]byte
+		if _, err := io.ReadFull(r, d[:]); err != nil {
+			return nil, formatErr("idx", path, int64(4+4*i), err, "truncated dimension %d", i)
+		}
+		shape[i] = int64(binary.BigEndian.Uint32(d[:]))
+	}
+	return shape, nil
 }

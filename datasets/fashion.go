@@ -31,6 +31,15 @@ func FashionMNIST(dir string) (trainSet, testSet *data.Examples, err error) {
 	return trainSet, testSet, nil
 }
 
+// FashionMNISTTest reads only the 10,000 test images (the test set of a run
+// whose training set is streamed).
+func FashionMNISTTest(dir string) (*data.Examples, error) {
+	if dir == "" {
+		dir = FashionMNISTDir
+	}
+	return readIDXPair(dir, "t10k", "fashion-mnist/test")
+}
+
 func readIDXPair(dir, prefix, name string) (*data.Examples, error) {
 	images := filepath.Join(dir, prefix+"-images-idx3-ubyte.gz")
 	labels := filepath.Join(dir, prefix+"-labels-idx1-ubyte.gz")
@@ -40,6 +49,15 @@ func readIDXPair(dir, prefix, name string) (*data.Examples, error) {
 		}
 	}
 	e := &data.Examples{Name: name, Shape: tensor.Shape{28, 28, 1}, Scale: 1.0 / 255, Classes: 10}
+	// one buffer of the header's size (appending would hold twice the set
+	// while it grows)
+	shape, err := data.IDXShape(images)
+	if err != nil {
+		return nil, fmt.Errorf("datasets: %w", err)
+	}
+	if n := shape[0]; len(shape) == 3 && n > 0 && n <= 1<<24 {
+		e.Pixels, e.Labels = make([]uint8, 0, n*28*28), make([]int32, 0, n)
+	}
 	for s, err := range data.IDX(images, labels).All(context.Background(), data.Config{Name: "load:" + name}) {
 		if err != nil {
 			return nil, fmt.Errorf("datasets: %w", err)

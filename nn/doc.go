@@ -1,10 +1,17 @@
-// Package nn holds the model vocabulary: layers (Dense, Conv2D, pooling,
-// Flatten, Dropout, BatchNormalization, LayerNormalization, Embedding,
-// Activation), activations, losses, initializers and the Sequential model,
-// in the shape Keras users know, channels-last (NHWC) as Keras.
+// Package nn holds the model vocabulary: the Model interface, layers (Dense,
+// Conv2D, pooling, Flatten, Dropout, BatchNormalization,
+// LayerNormalization, Embedding, Activation, the merge layers),
+// activations, losses, initializers, and three ways to write a model: the
+// Sequential stack, the functional API (NewInput, Apply, NewFunctional:
+// several inputs and outputs, shared layers, nested models) and ModelFunc
+// (a model as a Go function, as GoMLX's), in the shape Keras users know,
+// channels-last (NHWC) as Keras.
 //
-// In the life of a step, nn is the first stage: a model's Forward builds
-// graph nodes over symbolic inputs with a concrete batch size. Layers hold
+// In the life of a step, nn is the first stage: a model's Build builds
+// graph nodes over symbolic inputs with a concrete batch size. Every layer
+// call goes through the Context (Call, Boundary), which records layer
+// boundaries for any model: recomputation keeps every ⌈√L⌉-th of them, and
+// a 16-bit storage policy keeps each one but a model output in 16 bits. Layers hold
 // no tensors: each Forward declares its weights as graph Variables through
 // the Context, named "<layer>/<weight>" (Keras' names: kernel, bias, gamma,
 // beta, moving_mean, moving_variance, embeddings), and records how to

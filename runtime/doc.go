@@ -1,10 +1,22 @@
-// Package runtime reserves the memory of compiled programs and runs them.
+// Package runtime reserves the memory of compiled programs on a backend and
+// runs them.
 //
 // Terms:
-//   - Engine: one device's allocator and ledger, and the Variables (weights,
-//     gradients, optimizer state) that programs on it share. A training
-//     program and an evaluation program loaded on the same Engine read the
-//     same weights.
+//   - Backend: the seam below which everything device-specific lives
+//     (runtime.Backend: a compile.Target that can also bind a program to
+//     reserved memory, run it, and copy bytes in and out). backend/cpu is
+//     the host; backend/sim a simulated device with staged copies; a CUDA
+//     backend would sit beside them. The runtime reserves every byte on the
+//     backend's device; a backend never allocates memory of its own.
+//   - Engine: one backend's allocator and ledger, the Variables (weights,
+//     gradients, optimizer state) that programs on it share, and the
+//     backend's persistent scratch (the host's packing buffers; a plan's
+//     Scratch). A training program and an evaluation program loaded on the
+//     same Engine read the same weights.
+//   - Staging: on a backend the host cannot address, each input, output and
+//     variable read or write goes through a host buffer (charged to the
+//     host ledger) and an explicit CopyIn or CopyOut; on the host the
+//     buffers are the reservation itself.
 //   - Executable: a Program loaded on an Engine. Load reserves, once, the
 //     program's arena and its persistent buffers (inputs, constants,
 //     outputs), and creates the variables that do not exist yet. Load is the

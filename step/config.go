@@ -26,6 +26,11 @@ type Config struct {
 	// Precision: "float32" (or ""), "mixed_bfloat16" or "mixed_float16"
 	// (see Storage and the loss-scaling transform).
 	Precision string
+	// Float32Storage keeps saved activations in float32 whatever Precision
+	// says (a caller that found 16-bit storage does not pay on a model):
+	// mixed_bfloat16 still computes its products in bfloat16, and
+	// mixed_float16, with nothing in float16 left, scales no loss.
+	Float32Storage bool
 	// Remat recomputes activations in the backward pass, keeping every
 	// ⌈√L⌉-th of the model's L layer boundaries.
 	Remat bool
@@ -103,6 +108,9 @@ func (c *Config) optimizer() optim.Optimizer {
 // Storage returns the dtype saved activations are kept in under the
 // precision policy (Invalid for float32).
 func (c *Config) Storage() tensor.DType {
+	if c.Float32Storage {
+		return tensor.Invalid
+	}
 	switch c.Precision {
 	case "mixed_bfloat16":
 		return tensor.BFloat16
@@ -113,7 +121,7 @@ func (c *Config) Storage() tensor.DType {
 }
 
 // LossScaling reports whether the step scales its loss (mixed_float16).
-func (c *Config) LossScaling() bool { return c.Precision == "mixed_float16" }
+func (c *Config) LossScaling() bool { return c.Precision == "mixed_float16" && !c.Float32Storage }
 
 func (c *Config) sharded() bool { return c.ShardOptimizer && c.Ranks > 1 }
 

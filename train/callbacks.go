@@ -3,9 +3,11 @@ package train
 import (
 	"encoding/csv"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Callback is told when each epoch ends (keras.callbacks.Callback's
@@ -88,12 +90,57 @@ func (l *LRScheduler) OnEpochEnd(t *Trainer, log *EpochLog) error { return nil }
 
 // CSVLogger appends one row per epoch to Path (epoch, loss, accuracy,
 // val_loss, val_accuracy, lr, seconds), with a header when it creates the
-// file, as keras.callbacks.CSVLogger.
+// file, as keras.callbacks.CSVLogger (append=True). It writes only to a
+// new file or to a headroom log it wrote: an existing file whose first line
+// is not its header (a user's data set, say) is refused, untouched.
 type CSVLogger struct {
 	Path string
 }
 
+// csvHeader is the first line of a headroom CSV log.
+var csvHeader = []string{"epoch", "loss", "accuracy", "val_loss", "val_accuracy", "lr", "seconds"}
+
+// Check returns an error if Path exists and is not a headroom CSV log
+// ending in a complete line, or is not a regular file. Fit's callback
+// checks before each append; callers check before training, so that a
+// wrong path fails before step 1.
+func (c *CSVLogger) Check() error {
+	st, err := os.Stat(c.Path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("train: CSV log: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("train: CSV log %s is not a regular file", c.Path)
+	}
+	if st.Size() == 0 {
+		return nil
+	}
+	f, err := os.Open(c.Path)
+	if err != nil {
+		return fmt.Errorf("train: CSV log: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	want := strings.Join(csvHeader, ",") + "\n"
+	if !strings.HasPrefix(string(head[:n]), want) {
+		first, _, _ := strings.Cut(string(head[:n]), "\n")
+		return fmt.Errorf("train: %s exists and is not a headroom CSV log (its first line is %q, not %q): it is left as it is; give a new path", c.Path, first, strings.TrimSpace(want))
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil || last[0] != '\n' {
+		return fmt.Errorf("train: CSV log %s does not end in a complete line: it is left as it is; give a new path", c.Path)
+	}
+	return nil
+}
+
 func (c *CSVLogger) OnEpochEnd(t *Trainer, log *EpochLog) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
 	_, statErr := os.Stat(c.Path)
 	f, err := os.OpenFile(c.Path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -101,7 +148,7 @@ func (c *CSVLogger) OnEpochEnd(t *Trainer, log *EpochLog) error {
 	}
 	w := csv.NewWriter(f)
 	if os.IsNotExist(statErr) {
-		w.Write([]string{"epoch", "loss", "accuracy", "val_loss", "val_accuracy", "lr", "seconds"})
+		w.Write(csvHeader)
 	}
 	num := func(v float64) string {
 		if math.IsNaN(v) {

@@ -27,6 +27,14 @@ type Config struct {
 	Batch     int
 	Seed      uint64
 	Budget    int64 // bytes; <= 0: no budget
+	// InputBudget is the input pipeline's budget of a run planned for a
+	// stream (New with no data set; FitStream): counted in the plan as
+	// input, the most the pipeline may hold. FitStream uses it when its
+	// data.Config has no budget.
+	InputBudget int64
+	// BudgetSource says where Budget came from, for reports ("--budget
+	// 100MiB", "the container's memory limit (...) of 200.00 MiB ...").
+	BudgetSource string
 	// EvalBatch is the batch size of evaluation (0: Batch).
 	EvalBatch int
 	// Validation, when set, is evaluated at the end of each epoch.
@@ -37,6 +45,19 @@ type Config struct {
 	CheckpointDir   string
 	Resume          bool
 	KeepCheckpoints int // 0: keep 3
+	// CheckpointEvery > 0 also writes a checkpoint every that many
+	// optimizer steps, at the exact position in the epoch: a resumed run
+	// continues from there bit for bit.
+	CheckpointEvery int64
+	// Interrupt, when it fires (a receive succeeds), makes Fit finish the
+	// step in progress, write a checkpoint of where it stands (with
+	// CheckpointDir) and return an *Interrupted: how a SIGTERM from a job
+	// scheduler stops a run without losing it.
+	Interrupt <-chan struct{}
+	// Log, when set, receives the trainer's own messages as they happen:
+	// which checkpoint a resume starts from and which damaged ones it
+	// passed over, re-plans under a lowered budget.
+	Log func(msg string)
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
 	// Threads is how many threads the step's kernels are planned for (0:
@@ -77,6 +98,10 @@ type Config struct {
 	// Remat recomputes activations in the backward pass instead of keeping
 	// them, but for every ⌈√L⌉-th layer output (gradient checkpointing).
 	Remat bool
+	// storage is what compileAll chose for a 16-bit precision policy (see
+	// Storage).
+	storage     StorageChoice
+	storageNote string
 	// Accumulate, when > 1, splits each batch into that many equal
 	// micro-batches whose gradients are summed before one update (the
 	// effective batch stays Batch). BatchNormalization sees each
@@ -119,8 +144,13 @@ func (c *Config) defaults() {
 
 // stepConfig is the step builder's configuration of the run.
 func (c *Config) stepConfig() step.Config {
-	s := step.Config{Model: c.Model, Loss: c.Loss, Losses: c.Losses, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: c.Precision,
-		Remat: c.Remat, Seed: c.Seed, Target: c.Backend, ShardOptimizer: c.ShardOptimizer, BucketBytes: c.BucketBytes}
+	prec := c.Precision
+	if c.storage == StorageFloat32 {
+		prec = "float32"
+	}
+	s := step.Config{Model: c.Model, Loss: c.Loss, Losses: c.Losses, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: prec,
+		Float32Storage: c.storage == StorageFloat32Activations,
+		Remat:          c.Remat, Seed: c.Seed, Target: c.Backend, ShardOptimizer: c.ShardOptimizer, BucketBytes: c.BucketBytes}
 	if c.ranks() > 1 {
 		s.Ranks, s.Rank = c.ranks(), c.Comm.Rank()
 	}
@@ -148,7 +178,7 @@ func (c *Config) ranks() int {
 // accumulate is the number of micro-batches per update (at least 1).
 func (c *Config) accumulate() int { return max(1, c.Accumulate) }
 
-func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" }
+func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" && c.storage == StorageLow }
 
 // sharded reports whether the optimizer state is sharded over the
 // processes (ZeRO stage 1).

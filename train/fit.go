@@ -35,6 +35,11 @@ type History struct {
 	TrainSeconds  float64
 	StartEpoch    int // epochs already done when Fit began (resume)
 	StoppedEarly  bool
+	// ResumedFrom is the checkpoint a resumed run started from ("" for a
+	// fresh start); Done is set when it was already at the end of the run
+	// (nothing was trained).
+	ResumedFrom string
+	Done        bool
 	// Leaks is what the watchdog found growing after the first epoch.
 	Leaks []Leak
 	// Events are what the trainer did on its own (re-planning after a
@@ -72,19 +77,25 @@ func (t *Trainer) Fit(ds *data.Examples) (*History, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.h.Done { // resumed at the end of the run: nothing to do
+		return r.finish(), nil
+	}
 	perm := make([]int, ds.N)
 	src := &examplesSource{data: ds, labels: t.labels}
 	batches := (ds.N + t.cfg.Batch - 1) / t.cfg.Batch
 	for ep := r.h.StartEpoch; ep < t.cfg.Epochs && !t.stop; ep++ {
 		e := r.epochBegin(ep)
 		shuffle(perm, t.cfg.Seed, ep)
-		for i := 0; i < ds.N && !r.done(); i += t.cfg.Batch {
+		for i := e.batch * t.cfg.Batch; i < ds.N && !r.done(); i += t.cfg.Batch {
 			src.idx = perm[i:min(i+t.cfg.Batch, ds.N)]
 			if err := r.update(e, len(src.idx), batches, src); err != nil {
 				return r.h, err
 			}
+			if err := r.afterStep(e, e.batch == batches); err != nil {
+				return r.h, err
+			}
 		}
-		if err := r.epochEnd(e); err != nil {
+		if err := r.epochEnd(e, e.batch == batches); err != nil {
 			return r.h, err
 		}
 	}
@@ -129,11 +140,13 @@ type fitRun struct {
 	paused    time.Duration // epoch-end work after warm-up
 	first     mem.Snapshot
 	dog       *watchdog
+	resumed   position // where a resumed run starts (its first epoch resumes mid-way)
 }
 
 // epochRun is the state of one epoch.
 type epochRun struct {
 	ep            int // counted from 0
+	batch         int // batches done (a resumed epoch starts past 0)
 	start         time.Time
 	lossSum, lr   float64
 	correct, seen int
@@ -145,12 +158,15 @@ type epochRun struct {
 func (t *Trainer) begin() (*fitRun, error) {
 	cfg := &t.cfg
 	r := &fitRun{t: t, h: &History{FirstLoss: math.NaN(), LastLoss: math.NaN()}, start: time.Now()}
+	t.pos, t.step = position{}, 0
 	if cfg.Resume && cfg.CheckpointDir != "" {
-		s, ep, err := t.restore(cfg.CheckpointDir, &r.h.Events)
+		path, err := t.restore(cfg.CheckpointDir, &r.h.Events)
 		if err != nil {
 			return nil, err
 		}
-		r.step, r.h.StartEpoch = s, ep
+		r.step, r.h.StartEpoch, r.h.ResumedFrom = t.step, t.pos.epoch, path
+		r.resumed = t.pos
+		r.h.Done = t.pos.epoch >= cfg.Epochs || (cfg.MaxSteps > 0 && t.step >= cfg.MaxSteps)
 	}
 	r.startStep = r.step
 	r.callbacks = cfg.Callbacks
@@ -180,7 +196,77 @@ func (r *fitRun) epochBegin(ep int) *epochRun {
 			b.OnEpochBegin(r.t, ep+1)
 		}
 	}
-	return &epochRun{ep: ep, start: time.Now()}
+	e := &epochRun{ep: ep, start: time.Now()}
+	if p := r.resumed; p.epoch == ep && p.batch > 0 { // continue the epoch a checkpoint was taken in
+		e.batch, e.lossSum, e.correct, e.seen, e.updates = p.batch, p.lossSum, p.correct, p.seen, p.updates
+		r.resumed = position{}
+	}
+	r.t.pos = position{epoch: ep, batch: e.batch, lossSum: e.lossSum, correct: e.correct, seen: e.seen, updates: e.updates}
+	return e
+}
+
+// afterStep records the run's position after a step, writes the
+// checkpoints of CheckpointEvery, and stops on an interrupt: it finishes
+// the step, writes a checkpoint of exactly where the run is and returns an
+// *Interrupted.
+func (r *fitRun) afterStep(e *epochRun, epochDone bool) error {
+	t, cfg := r.t, &r.t.cfg
+	t.step = r.step
+	t.pos = position{epoch: e.ep, batch: e.batch, lossSum: e.lossSum, correct: e.correct, seen: e.seen, updates: e.updates}
+	if epochDone { // the epoch-end checkpoint is written by epochEnd, after evaluation
+		t.pos = position{epoch: e.ep + 1}
+	}
+	if cfg.Interrupt != nil {
+		select {
+		case <-cfg.Interrupt:
+			in := &Interrupted{Step: r.step, Epoch: e.ep + 1, Batch: e.batch}
+			if cfg.CheckpointDir != "" {
+				path, err := t.SaveCheckpoint(cfg.CheckpointDir, cfg.KeepCheckpoints)
+				if err != nil {
+					return fmt.Errorf("train: interrupted after step %d, and its checkpoint failed: %w", r.step, err)
+				}
+				in.Checkpoint = path
+			}
+			r.finish()
+			return in
+		default:
+		}
+	}
+	if cfg.CheckpointEvery > 0 && cfg.CheckpointDir != "" && r.step%cfg.CheckpointEvery == 0 && !epochDone {
+		if _, err := t.SaveCheckpoint(cfg.CheckpointDir, cfg.KeepCheckpoints); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Interrupted is the error Fit returns when Config.Interrupt fired: the
+// step in progress finished, and Checkpoint ("" without a CheckpointDir)
+// holds exactly where the run stopped, from which Resume continues bit for
+// bit.
+type Interrupted struct {
+	Step       int64 // optimizer steps done
+	Epoch      int   // the epoch it stopped in, counted from 1
+	Batch      int   // batches of that epoch done
+	Checkpoint string
+}
+
+func (e *Interrupted) Error() string {
+	s := fmt.Sprintf("train: interrupted after step %d (epoch %d, batch %d)", e.Step, e.Epoch, e.Batch)
+	if e.Checkpoint == "" {
+		return s + "; no checkpoint directory was given, so nothing was saved"
+	}
+	return s + "; checkpoint written to " + e.Checkpoint
+}
+
+// position is where a run stands: the epoch in progress (counted from 0),
+// the batches of it done, and its running sums (so that a resumed epoch
+// reports what an uninterrupted one would).
+type position struct {
+	epoch, batch  int
+	lossSum       float64
+	correct, seen int
+	updates       int
 }
 
 // update makes one optimizer step on a batch of n examples from src: as
@@ -209,7 +295,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	var loss float64
 	for at, m := lo, 0; at < hi; m++ {
 		size := min(mb, hi-at)
-		pr, err := t.stepProgram(at+size < hi, size, local)
+		pr, err := t.stepProgram(at+size < hi, size)
 		if err != nil {
 			return err
 		}
@@ -236,6 +322,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	r.h.LastLoss = loss
 	e.lossSum += loss
 	e.updates++
+	e.batch++
 	switch s := r.step - r.startStep; {
 	case s == int64(cfg.Warmup):
 		r.timedFrom = time.Now()
@@ -250,13 +337,13 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	return nil
 }
 
-// stepProgram returns the program for a run of size examples of a batch of
-// n: accumulating (not the batch's last run), or the one that updates.
-func (t *Trainer) stepProgram(accumulate bool, size, n int) (*program, error) {
+// stepProgram returns the program for a run of size examples of a batch:
+// accumulating (not the batch's last run), or the one that updates.
+func (t *Trainer) stepProgram(accumulate bool, size int) (*program, error) {
 	if accumulate {
 		return t.progs["train_accumulate"], nil
 	}
-	if pr := t.progs["train"]; pr.batch == size && (t.cfg.accumulate() > 1 || n == t.cfg.Batch/t.cfg.ranks()) {
+	if pr := t.progs["train"]; pr.batch == size { // a full batch, or a whole data set smaller than one
 		return pr, nil
 	}
 	if pr := t.progs["train_tail"]; pr != nil && pr.batch == size {
@@ -280,9 +367,13 @@ func (t *Trainer) stepProgram(accumulate bool, size, n int) (*program, error) {
 }
 
 // epochEnd evaluates, checks memory, runs the callbacks and records the
-// epoch; none of it counts as training time.
-func (r *fitRun) epochEnd(e *epochRun) error {
+// epoch (complete, or cut short by MaxSteps: a checkpoint written then
+// records the position within it); none of it counts as training time.
+func (r *fitRun) epochEnd(e *epochRun, complete bool) error {
 	t, cfg, h := r.t, &r.t.cfg, r.h
+	if complete {
+		t.pos = position{epoch: e.ep + 1}
+	}
 	pause := time.Now()
 	log := EpochLog{Epoch: e.ep + 1, Loss: e.lossSum / float64(max(e.updates, 1)), Accuracy: ratio(e.correct, e.seen),
 		ValLoss: math.NaN(), ValAccuracy: math.NaN(), LR: e.lr, Steps: r.step}

@@ -13,25 +13,49 @@ import (
 
 // TestMixedPrecisionHalvesActivations: the reference CNN at batch 128 on
 // 28x28 images keeps at most 0.55x the float32 plan's activation bytes
-// under both 16-bit policies.
+// under a 16-bit policy whose layout the trainer keeps, and a policy never
+// plans more than float32: mixed_float16, whose loss scaling keeps every
+// gradient until the overflow check, plans more than float32 here, so the
+// trainer keeps float32's layout and says so.
 func TestMixedPrecisionHalvesActivations(t *testing.T) {
 	cnn, err := nn.ModelByName("cnn", tensor.Shape{28, 28, 1}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := func(precision string) int64 {
-		p, _, err := train.PlanFor(train.Config{Model: cnn, Epochs: 1, Batch: 128, Precision: precision}, 1280, 0)
+	plan := func(precision string) (act, total int64, choice train.StorageChoice, note string) {
+		cfg := train.Config{Model: cnn, Epochs: 1, Batch: 128, Precision: precision}
+		p, totals, err := train.PlanFor(cfg, 1280, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p.Totals[mem.Activation]
+		choice, note, err = train.StorageFor(cfg, 1280, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range totals {
+			total += b
+		}
+		return p.Totals[mem.Activation], total, choice, note
 	}
-	f32 := plan("float32")
-	for _, p := range []string{"mixed_bfloat16", "mixed_float16"} {
-		low := plan(p)
-		t.Logf("%s: activations %s vs float32 %s (%.3fx)", p, mem.FormatBytes(low), mem.FormatBytes(f32), float64(low)/float64(f32))
-		if float64(low) > 0.55*float64(f32) {
-			t.Errorf("%s keeps %d B of activations, more than 0.55x float32's %d B", p, low, f32)
+	f32, f32Total, _, _ := plan("float32")
+	for _, c := range []struct {
+		precision string
+		want      train.StorageChoice
+	}{{"mixed_bfloat16", train.StorageLow}, {"mixed_float16", train.StorageFloat32}} {
+		low, total, choice, note := plan(c.precision)
+		t.Logf("%s: activations %s vs float32 %s (%.3fx); run %s vs %s; %v %s", c.precision, mem.FormatBytes(low), mem.FormatBytes(f32),
+			float64(low)/float64(f32), mem.FormatBytes(total), mem.FormatBytes(f32Total), choice, note)
+		if total > f32Total {
+			t.Errorf("%s plans %d B, more than float32's %d B", c.precision, total, f32Total)
+		}
+		if choice != c.want {
+			t.Errorf("%s: kept %v, want %v", c.precision, choice, c.want)
+		}
+		if choice == train.StorageLow && float64(low) > 0.55*float64(f32) {
+			t.Errorf("%s keeps %d B of activations, more than 0.55x float32's %d B", c.precision, low, f32)
+		}
+		if choice != train.StorageLow && !strings.Contains(note, "keeping") {
+			t.Errorf("%s: note %q does not say what it keeps", c.precision, note)
 		}
 	}
 }

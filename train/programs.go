@@ -31,12 +31,12 @@ func (c *Config) compile(b int, mode step.Mode) (*compile.Program, error) {
 	return step.Compile(c.stepConfig(), b, mode, (*step.Builder).Standard)
 }
 
-// compileAll compiles the programs for the given data sizes; trainN <= 0
-// plans one batch without data. The programs are named by what they run:
+// compileAs compiles the programs for the given data sizes with the
+// storage c holds; trainN <= 0 plans one batch without data. The programs are named by what they run:
 // "train" (the batch, or its micro-batch that updates), "train_accumulate"
 // (the other micro-batches), "train_tail" (the last, smaller batch),
 // "eval" and "eval_tail".
-func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
+func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 	if trainN <= 0 {
 		trainN = c.Batch
 	}

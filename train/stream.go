@@ -23,7 +23,10 @@ import (
 // measured peak is at most Trainer.Planned plus that budget. Build the
 // trainer with New(cfg, nil) to plan for a stream (no data set in memory).
 func (t *Trainer) FitStream(ctx context.Context, ds data.Dataset[data.Batch], dcfg data.Config) (*History, error) {
-	dcfg.Ledger = t.engine.Ledger()
+	dcfg.Ledger = t.engine.HostLedger()
+	if dcfg.Budget <= 0 {
+		dcfg.Budget = t.cfg.InputBudget
+	}
 	if dcfg.Name == "" {
 		dcfg.Name = "input pipeline"
 	}
@@ -31,9 +34,13 @@ func (t *Trainer) FitStream(ctx context.Context, ds data.Dataset[data.Batch], dc
 	if err != nil {
 		return nil, err
 	}
+	if r.h.Done { // resumed at the end of the run: nothing to do
+		return r.finish(), nil
+	}
 	src := &streamSource{}
 	for ep := r.h.StartEpoch; ep < t.cfg.Epochs && !t.stop; ep++ {
 		e := r.epochBegin(ep)
+		skip := e.batch
 		it, err := ds.Iter(ctx, dcfg)
 		if err != nil {
 			return r.h, fmt.Errorf("train: epoch %d: opening %s: %w", ep+1, ds.Name(), err)
@@ -53,8 +60,15 @@ func (t *Trainer) FitStream(ctx context.Context, ds data.Dataset[data.Batch], dc
 					return fmt.Errorf("train: epoch %d: a batch of %d examples after a smaller one, or larger than the batch size %d", ep+1, b.Size, t.cfg.Batch)
 				}
 				last = b.Size < t.cfg.Batch
+				if skip > 0 { // a resumed epoch: these batches were trained before the checkpoint
+					skip--
+					continue
+				}
 				src.b = b
 				if err := r.update(e, b.Size, 0, src); err != nil {
+					return err
+				}
+				if err := r.afterStep(e, false); err != nil {
 					return err
 				}
 			}
@@ -63,7 +77,7 @@ func (t *Trainer) FitStream(ctx context.Context, ds data.Dataset[data.Batch], dc
 		if err != nil {
 			return r.h, err
 		}
-		if err := r.epochEnd(e); err != nil {
+		if err := r.epochEnd(e, !r.done()); err != nil {
 			return r.h, err
 		}
 	}

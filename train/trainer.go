@@ -37,6 +37,8 @@ type Trainer struct {
 	lossScale float64
 	goodSteps int
 	skipped   int64
+	step      int64    // optimizer steps done (Fit keeps it)
+	pos       position // where in the data the run stands (Fit keeps it)
 }
 
 // New compiles the model for the training data and cfg.Validation and
@@ -83,10 +85,11 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 		}
 		evalN = evalData.N
 	}
-	progs, err := cfg.compileAll(trainN, evalN)
+	progs, err := t.cfg.compileAll(trainN, evalN)
 	if err != nil {
 		return nil, err
 	}
+	cfg = t.cfg
 	totals, share := planned(progs)
 	var dataBytes int64
 	if trainData != nil {
@@ -94,6 +97,9 @@ func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
 	}
 	if evalData != nil {
 		dataBytes += mem.Align(evalData.Bytes())
+	}
+	if trainData == nil {
+		dataBytes += mem.Align(cfg.InputBudget) // the stream's pipeline
 	}
 	if !cfg.Backend.HostAddressable() {
 		dataBytes = 0 // host memory, beside the device's plan
@@ -173,6 +179,9 @@ func (t *Trainer) checkData(d *data.Examples) error {
 func (t *Trainer) budgetError(trainN, evalN int, dataBytes int64) error {
 	oom := t.Plan.OOM("train", t.cfg.Budget)
 	oom.Ledger, oom.Owner, oom.Request = "budget", fmt.Sprintf("training (batch %d)", t.cfg.Batch), t.Planned
+	if t.cfg.BudgetSource != "" {
+		oom.Ledger = "the budget (" + t.cfg.BudgetSource + ")"
+	}
 	oom.Totals = t.PlannedTotals
 	oom.Remedies = []string{t.fitRemedy(trainN, evalN, dataBytes, t.cfg.Budget, "in the budget of")}
 	return oom

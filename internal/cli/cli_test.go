@@ -173,10 +173,10 @@ func decodePlan(t *testing.T, s string) map[string]int64 {
 		t.Fatalf("plan --json printed more than one JSON value:\n%s", s)
 	}
 	out := map[string]int64{"max_batch_for_budget": -1}
-	for _, k := range append(planKeys, "max_batch_for_budget") {
+	for _, k := range append(planKeys, "max_batch_for_budget", "plan_budget_bytes") {
 		v, ok := raw[k]
 		if !ok {
-			if k != "max_batch_for_budget" {
+			if k != "max_batch_for_budget" && k != "plan_budget_bytes" {
 				t.Errorf("plan --json lacks %q", k)
 			}
 			continue
@@ -264,15 +264,22 @@ func TestPlanBatchOverTrainingSet(t *testing.T) {
 	}
 }
 
-// With --budget, plan names the largest batch that fits: it fits, and one
-// more does not.
+// processOverhead is what a --budget leaves the process itself (budget.go).
+const processOverhead = 32 << 20
+
+// With --budget (the whole process's), plan names the largest batch whose
+// plan fits what the budget leaves beside the process itself: it fits, and
+// one more does not.
 func TestPlanMaxBatchForBudget(t *testing.T) {
-	for _, tc := range []struct{ model, budget string }{{"cnn", "1536KiB"}, {"small", "600KiB"}} {
+	for _, tc := range []struct{ model, budget string }{{"cnn", "34304KiB"}, {"small", "33368KiB"}} {
 		t.Run(tc.model, func(t *testing.T) {
-			budget := parseMiB(t, tc.budget)
+			budget := parseMiB(t, tc.budget) - processOverhead
 			status, stdout, stderr := run(t, "plan", "--json", "--model", tc.model, "--budget", tc.budget)
 			if status != 0 {
 				t.Fatalf("status %d: %s", status, stderr)
+			}
+			if got := decodePlan(t, stdout)["plan_budget_bytes"]; got != budget {
+				t.Errorf("plan_budget_bytes %d, want --budget less the process's %d: %d", got, processOverhead, budget)
 			}
 			n := decodePlan(t, stdout)["max_batch_for_budget"]
 			if n <= 0 {
@@ -326,8 +333,10 @@ var fitsRE = regexp.MustCompile(`batch (\d+) fits`)
 
 // A run that cannot fit its budget fails before step 1 with the memory it
 // needs and a batch size that fits; that batch then trains within budget.
+// (--budget is the whole process's: 32 MiB of it is left to the process
+// itself, 1.5 MiB to the plan.)
 func TestTrainOverBudget(t *testing.T) {
-	status, stdout, stderr := run(t, "train", "--model", "cnn", "--dataset", "digits", "--batch", "512", "--budget", "1536KiB")
+	status, stdout, stderr := run(t, "train", "--model", "cnn", "--dataset", "digits", "--batch", "512", "--budget", "34304KiB")
 	if status == 0 {
 		t.Fatalf("status 0, want a failure:\n%s", stdout)
 	}
@@ -344,16 +353,20 @@ func TestTrainOverBudget(t *testing.T) {
 		}
 	}
 	// a budget nothing fits says so
-	status, _, tiny := run(t, "train", "--model", "cnn", "--budget", "64KiB")
+	status, _, tiny := run(t, "train", "--model", "cnn", "--budget", "32832KiB")
 	if status == 0 || !strings.Contains(tiny, "not even batch 1 fits") {
-		t.Errorf("budget 64KiB: status %d, stderr:\n%s\nwant a failure saying no batch fits", status, tiny)
+		t.Errorf("budget 32 MiB + 64 KiB: status %d, stderr:\n%s\nwant a failure saying no batch fits", status, tiny)
+	}
+	status, _, none := run(t, "train", "--model", "cnn", "--budget", "16MiB")
+	if status == 0 || !strings.Contains(none, "the process itself needs") {
+		t.Errorf("budget 16MiB: status %d, stderr:\n%s\nwant a failure saying the process alone needs more", status, none)
 	}
 
 	m := fitsRE.FindStringSubmatch(stderr)
 	if m == nil {
 		return
 	}
-	status, stdout, stderr = run(t, "train", "--model", "cnn", "--batch", m[1], "--budget", "1536KiB", "--epochs", "1", "--quiet")
+	status, stdout, stderr = run(t, "train", "--model", "cnn", "--batch", m[1], "--budget", "34304KiB", "--epochs", "1", "--quiet")
 	if status != 0 {
 		t.Fatalf("the suggested batch %s: status %d: %s", m[1], status, stderr)
 	}

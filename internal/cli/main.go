@@ -47,6 +47,11 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	var ex *exitError
+	if errors.As(err, &ex) {
+		fmt.Fprintf(stderr, "headroom: %s\n", ex.msg)
+		return ex.status
+	}
 	if err != nil {
 		msg := strings.TrimSpace(err.Error())
 		fmt.Fprintf(stderr, "headroom: %s\n", msg)

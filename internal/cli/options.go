@@ -24,7 +24,9 @@ type options struct {
 	lr                                 float64
 	seed                               uint64
 	budget                             string
-	budgetBytes                        int64
+	budgetBytes                        int64 // --budget; 0 without it
+	process                            processBudget
+	processErr                         error // why there is no budget
 	precision                          string
 	accumulate                         int
 	remat                              bool
@@ -98,9 +100,25 @@ func (o *options) finish() error {
 		}
 		o.budgetBytes = b
 	}
+	// the whole process's budget: --budget, else the limit it lives under
+	o.process, o.processErr = newProcessBudget(o.budgetBytes, o.budget)
+	if o.processErr != nil && o.budgetBytes > 0 {
+		return o.processErr
+	}
 	runtime.GOMAXPROCS(o.threads)
 	kernels.SetThreads(o.threads)
 	return nil
+}
+
+// effectiveBudget returns the bytes the run's plan may reserve and where
+// that comes from: the whole process's budget (--budget, else the limit the
+// process lives under: the container's, else the machine's available
+// memory) less the process itself; 0 when no limit is known.
+func (o *options) effectiveBudget() (int64, string) {
+	if o.processErr == nil && o.process.plan > 0 {
+		return o.process.plan, o.process.describe()
+	}
+	return 0, ""
 }
 
 // load returns the training and test sets.
@@ -137,8 +155,9 @@ func (o *options) config(trainSet, testSet *data.Examples) (train.Config, error)
 	if err != nil {
 		return train.Config{}, err
 	}
+	budget, source := o.effectiveBudget()
 	cfg := train.Config{Model: m, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
-		Seed: o.seed, Budget: o.budgetBytes, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}
+		Seed: o.seed, Budget: budget, BudgetSource: source, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}
 	if o.keras != "" {
 		err = o.applyKeras(&cfg)
 	}

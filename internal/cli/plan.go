@@ -32,9 +32,12 @@ type planReport struct {
 	ArenaBytes        int64        `json:"arena_bytes"`
 	LowerBoundBytes   int64        `json:"arena_lower_bound_bytes"`
 	PeakBytes         int64        `json:"peak_bytes"`
-	BudgetBytes       int64        `json:"budget_bytes,omitempty"`
+	BudgetBytes       int64        `json:"budget_bytes,omitempty"`      // --budget: the whole process's
+	PlanBudgetBytes   int64        `json:"plan_budget_bytes,omitempty"` // what the plan may reserve under it (or under the limit the process lives under)
+	BudgetSource      string       `json:"budget_source,omitempty"`
 	MaxBatchForBudget *int         `json:"max_batch_for_budget,omitempty"`
-	StepBatch         int          `json:"step_batch,omitempty"` // set when --batch exceeds the training set: a step holds all of it
+	StepBatch         int          `json:"step_batch,omitempty"`     // set when --batch exceeds the training set: a step holds all of it
+	PrecisionNote     string       `json:"precision_note,omitempty"` // a 16-bit policy that keeps float32's layout, and why
 	Layers            []layerBytes `json:"layers"`
 	// with --keras: the counts and rows of Keras' model.summary(), and the
 	// file's optimizer when the plan uses it
@@ -129,13 +132,16 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if budget, source := o.effectiveBudget(); budget > 0 {
+		r.PlanBudgetBytes, r.BudgetSource = budget, source
+	}
 	if o.budgetBytes > 0 {
 		r.BudgetBytes = o.budgetBytes
 		limit := trainN
 		if o.keras != "" {
 			limit = 1 << 16
 		}
-		fit, err := train.MaxBatch(cfg, trainN, evalN, dataBytes, o.budgetBytes, limit)
+		fit, err := train.MaxBatch(cfg, trainN, evalN, dataBytes, r.PlanBudgetBytes, limit)
 		if err != nil {
 			return err
 		}
@@ -143,6 +149,11 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.profileDir != "" {
 		if err := profile.WriteAll(o.profileDir, plan, nil, o.model); err != nil {
+			return err
+		}
+	}
+	if cfg.Precision == "mixed_bfloat16" || cfg.Precision == "mixed_float16" {
+		if _, r.PrecisionNote, err = train.StorageFor(cfg, trainN, evalN); err != nil {
 			return err
 		}
 	}
@@ -203,10 +214,20 @@ func printReport(w io.Writer, r *planReport) {
 	fmt.Fprintf(w, "  workspace   %12d B  %s\n", r.WorkspaceBytes, fb(r.WorkspaceBytes))
 	fmt.Fprintf(w, "  input       %12d B  %s (batches and the data set)\n", r.InputBytes, fb(r.InputBytes))
 	fmt.Fprintf(w, "  peak        %12d B  %s (arena %s, lower bound %s)\n", r.PeakBytes, fb(r.PeakBytes), fb(r.ArenaBytes), fb(r.LowerBoundBytes))
+	if r.PrecisionNote != "" {
+		fmt.Fprintf(w, "  precision %s\n", r.PrecisionNote)
+	}
 	fmt.Fprintf(w, "per layer (activation and other: arena buffers the layer owns, which share memory over time):\n")
 	fmt.Fprintf(w, "  %-24s %12s %12s %12s %12s\n", "layer", "params", "optstate", "activation", "other")
 	for _, l := range r.Layers {
 		fmt.Fprintf(w, "  %-24s %12d %12d %12d %12d\n", l.Layer, l.Params, l.OptState, l.Activation, l.Other)
+	}
+	if r.PlanBudgetBytes > 0 {
+		fmt.Fprintf(w, "budget for the plan %s (%s)", fb(r.PlanBudgetBytes), r.BudgetSource)
+		if r.PlanBudgetBytes < r.PeakBytes {
+			fmt.Fprintf(w, ": this plan does not fit")
+		}
+		fmt.Fprintln(w)
 	}
 	if r.MaxBatchForBudget != nil {
 		if *r.MaxBatchForBudget > 0 {

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"github.com/headroom-ml/headroom/data"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
 	"syscall"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/dist"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/profile"
@@ -23,7 +26,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlagSet("train", stderr)
 	o.register(fs)
-	ckpt := fs.String("checkpoint-dir", "", "write a checkpoint at each epoch end to this directory")
+	ckpt := fs.String("checkpoint-dir", "", "write a checkpoint at each epoch end (and on SIGTERM/SIGINT, and with --checkpoint-every) to this directory")
+	every := fs.Int64("checkpoint-every", 0, "also write a checkpoint every this many optimizer steps, at the exact position in the epoch")
 	resume := fs.Bool("resume", false, "continue from the newest checkpoint in --checkpoint-dir")
 	csvPath := fs.String("csv", "", "append one line per epoch to this CSV file")
 	quiet := fs.Bool("quiet", false, "print only the RESULT line")
@@ -46,20 +50,38 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if *resume && *ckpt == "" {
 		return fmt.Errorf("--resume needs --checkpoint-dir")
 	}
+	if *every < 0 || (*every > 0 && *ckpt == "") {
+		return fmt.Errorf("--checkpoint-every %d needs a positive count and --checkpoint-dir", *every)
+	}
 	if *ckpt != "" { // as Keras' ModelCheckpoint: make it, and fail before step 1 if we cannot
 		if err := os.MkdirAll(*ckpt, 0o755); err != nil {
 			return fmt.Errorf("--checkpoint-dir: %w", err)
 		}
 	}
-	trainSet, testSet, err := o.load()
+	stream, err := o.planStream()
 	if err != nil {
+		return err
+	}
+	var trainSet, testSet *data.Examples
+	if stream != nil { // the training set does not fit beside the plan
+		trainSet = stream.standIn
+		if testSet, err = datasets.FashionMNISTTest(o.dataDir); err != nil {
+			return err
+		}
+	} else if trainSet, testSet, err = o.load(); err != nil {
 		return err
 	}
 	cfg, err := o.config(trainSet, testSet)
 	if err != nil {
 		return err
 	}
-	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory, cfg.MaxSteps = *ckpt, *resume, *strict, *maxSteps
+	if stream != nil {
+		// the model scales the raw pixels the stream carries; the test set
+		// in memory feeds raw pixels too
+		cfg.Model = scaled(cfg.Model, trainSet.Scale)
+		testSet.Scale = 1
+	}
+	cfg.CheckpointDir, cfg.Resume, cfg.StrictMemory, cfg.MaxSteps, cfg.CheckpointEvery = *ckpt, *resume, *strict, *maxSteps, *every
 	// Under mpirun (a binary built with -tags mpi) the run is data-parallel;
 	// otherwise this is a single process.
 	comm, err := dist.Open(dist.Options{Timeout: *rankTimeout})
@@ -84,17 +106,25 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		cfg.Callbacks = append(cfg.Callbacks, tb)
 	}
 	if *csvPath != "" {
-		cfg.Callbacks = append(cfg.Callbacks, &train.CSVLogger{Path: *csvPath})
+		logger := &train.CSVLogger{Path: *csvPath}
+		if err := logger.Check(); err != nil { // before step 1: never write over a user's file
+			return fmt.Errorf("--csv: %w", err)
+		}
+		cfg.Callbacks = append(cfg.Callbacks, logger)
 	}
 	out := stdout
 	if *quiet {
 		out = io.Discard
 	}
 	if *fitBudget {
-		if o.budgetBytes <= 0 {
-			return fmt.Errorf("--fit-to-budget needs --budget")
+		if stream != nil {
+			return fmt.Errorf("--fit-to-budget with a training set that must be streamed (%s): give a smaller --batch instead", stream.describe())
 		}
-		chosen, cands, err := train.FitToBudget(cfg, trainSet, o.budgetBytes, *allowPrecision)
+		budget, _ := o.effectiveBudget()
+		if budget <= 0 {
+			return fmt.Errorf("--fit-to-budget needs a budget: give --budget (no memory limit is known for this process: %v)", o.processErr)
+		}
+		chosen, cands, err := train.FitToBudget(cfg, trainSet, budget, *allowPrecision)
 		if len(cands) > 0 {
 			fmt.Fprint(out, train.Describe(cands))
 		}
@@ -105,8 +135,20 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	p := &progress{w: out, tty: isTerminal(stdout) && !*quiet, epochs: cfg.Epochs}
 	cfg.Callbacks = append(cfg.Callbacks, p)
+	cfg.Log = func(msg string) { fmt.Fprintf(out, "headroom: %s\n", msg) }
+	// SIGTERM (Slurm, Kubernetes, spot instances) and SIGINT (Ctrl-C) end
+	// the step in progress, write a checkpoint and exit 128+signal; a
+	// second one is not caught and ends the process at once.
+	stop := onSignals()
+	defer stop.release()
+	cfg.Interrupt = stop.fired
 
-	t, err := train.New(cfg, trainSet)
+	inMemory := trainSet
+	if stream != nil {
+		inMemory = nil // planned for a stream: one batch, no data set, the pipeline's budget
+		cfg.InputBudget = pipelineBudget
+	}
+	t, err := train.New(cfg, inMemory)
 	if err != nil {
 		return err
 	}
@@ -115,26 +157,73 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	printPlan(out, &o, t, trainSet, testSet)
+	if stream != nil {
+		fmt.Fprintf(out, "  %s\n", stream.describe())
+	}
+	if o.processErr == nil {
+		var onHeap int64 // the data sets, read into Go slices
+		for _, d := range []*data.Examples{inMemory, testSet} {
+			if d != nil {
+				onHeap += mem.Align(d.Bytes())
+			}
+		}
+		if bound := o.process.boundRuntime(t.Planned, onHeap); bound > 0 {
+			fmt.Fprintf(out, "  the Go runtime's own memory (its heap, with the data sets in it) is bounded at %s (debug.SetMemoryLimit)\n", mem.FormatBytes(bound))
+		}
+	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		// written beside the target and renamed over it at the end, as every
+		// file headroom writes: an existing file is never left half-written
+		f, err := os.CreateTemp(filepath.Dir(*cpuProfile), "."+filepath.Base(*cpuProfile)+".*")
 		if err != nil {
 			return err
 		}
-		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			os.Remove(f.Name())
 			return err
 		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil || os.Rename(f.Name(), *cpuProfile) != nil {
+				os.Remove(f.Name())
+				fmt.Fprintf(stderr, "headroom: writing the CPU profile %s failed\n", *cpuProfile)
+			}
+		}()
 	}
-	h, err := t.Fit(trainSet)
+	var h *train.History
+	if stream != nil {
+		h, err = stream.fit(t)
+	} else {
+		h, err = t.Fit(trainSet)
+	}
 	p.finish()
 	if tb != nil {
 		if cerr := tb.Close(); err == nil {
 			err = cerr
 		}
 	}
+	var in *train.Interrupted
+	if errors.As(err, &in) {
+		sig := stop.signal()
+		msg := fmt.Sprintf("stopped by %s after step %d (epoch %d, batch %d)", signalName(sig), in.Step, in.Epoch, in.Batch)
+		if in.Checkpoint != "" {
+			msg += fmt.Sprintf("; checkpoint written to %s: resume with --resume --checkpoint-dir %s", in.Checkpoint, *ckpt)
+		} else {
+			msg += "; no --checkpoint-dir was given, so nothing was saved"
+		}
+		return &exitError{status: 128 + signalNumber(sig), msg: msg}
+	}
 	if err != nil {
 		return err
+	}
+	if h.Done {
+		fmt.Fprintf(stdout, "headroom: nothing to do: %s is at the end of the run (%d epochs", h.ResumedFrom, cfg.Epochs)
+		if cfg.MaxSteps > 0 {
+			fmt.Fprintf(stdout, ", --max-steps %d", cfg.MaxSteps)
+		}
+		fmt.Fprintln(stdout, ")")
+		return nil
 	}
 	if *savePath != "" { // every process takes part; rank 0 writes
 		if err := t.SaveWeights(*savePath); err != nil {
@@ -206,8 +295,11 @@ func printPlan(w io.Writer, o *options, t *train.Trainer, trainSet, testSet *dat
 		mem.FormatBytes(p.Totals[mem.Param]), mem.FormatBytes(p.Totals[mem.Grad]), mem.FormatBytes(p.Totals[mem.OptState]),
 		mem.FormatBytes(p.Totals[mem.Activation]), mem.FormatBytes(p.Totals[mem.Workspace]), mem.FormatBytes(p.Totals[mem.Input]),
 		mem.FormatBytes(p.ArenaBytes), mem.FormatBytes(p.LowerBound))
-	if o.budgetBytes > 0 {
-		fmt.Fprintf(w, "  budget %s: %s to spare\n", mem.FormatBytes(o.budgetBytes), mem.FormatBytes(o.budgetBytes-t.Planned))
+	if budget, source := o.effectiveBudget(); budget > 0 {
+		fmt.Fprintf(w, "  budget %s (%s): %s to spare\n", mem.FormatBytes(budget), source, mem.FormatBytes(budget-t.Planned))
+	}
+	if _, note := t.Storage(); note != "" {
+		fmt.Fprintf(w, "  precision %s\n", note)
 	}
 }
 
