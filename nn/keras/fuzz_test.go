@@ -16,7 +16,9 @@ import (
 // without panics.
 func FuzzParse(f *testing.F) {
 	var paths []string
-	for _, pattern := range []string{filepath.Join("testdata", "*.json"), filepath.Join(sharedDir(f), "*.json")} {
+	shared := sharedDir(f)
+	for _, pattern := range []string{filepath.Join("testdata", "*.json"), filepath.Join(shared, "*.json"),
+		filepath.Join(filepath.Dir(shared), "keras-functional", "*.json")} {
 		m, _ := filepath.Glob(pattern) // the shared configs are extra seeds when present
 		paths = append(paths, m...)
 	}
@@ -66,6 +68,43 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, err := m.Training.StepLosses(); err != nil && !strings.Contains(err.Error(), "loss") {
 			t.Fatalf("loss error %q does not name the loss", err)
+		}
+	})
+}
+
+// FuzzReadWeights: reading a TensorFlow.js manifest (against the shards
+// of TestReadWeights' model) never panics, and weights read are one per
+// variable of the model, each of the variable's shape.
+func FuzzReadWeights(f *testing.F) {
+	good := writeModel(f, goodWeights(), 10)
+	dir := filepath.Dir(good)
+	m, err := Load(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	declared, err := weightShapes(m.NN())
+	if err != nil {
+		f.Fatal(err)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(`{"weightsManifest": [{"paths": ["g1-a.bin"], "weights": [{"name": "d1/bias", "shape": [2], "dtype": "float32", "quantization": {"dtype": "uint16", "min": 0, "scale": 1}}]}]}`))
+	f.Add([]byte(`{"weightsManifest": [{"paths": ["../x"], "weights": []}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ws, err := readWeights(data, dir, m)
+		if err != nil {
+			return
+		}
+		if len(ws) != len(declared) {
+			t.Fatalf("got %d weights, the model has %d variables", len(ws), len(declared))
+		}
+		for name, w := range ws {
+			if s, ok := declared[name]; !ok || !s.Equal(w.Shape()) {
+				t.Fatalf("weight %s %v: the model's variable is %v", name, w.Shape(), s)
+			}
 		}
 	})
 }

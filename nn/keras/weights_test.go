@@ -82,7 +82,7 @@ func goodWeights() [][]tfjsWeight {
 
 // writeModel writes model.json and its shards into a new directory and
 // returns model.json's path. split cuts group 0's bytes into two shards.
-func writeModel(t *testing.T, groups [][]tfjsWeight, split int) string {
+func writeModel(t testing.TB, groups [][]tfjsWeight, split int) string {
 	t.Helper()
 	dir := t.TempDir()
 	var manifest []any
