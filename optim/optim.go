@@ -111,6 +111,9 @@ type Adam struct {
 	Beta1, Beta2, Epsilon float64 // zero: 0.9, 0.999, 1e-8
 	WeightDecay           float64 // coupled (added to g) unless Decoupled
 	Decoupled             bool
+	// KerasEpsilon adds Epsilon to √v before the bias correction, as Keras
+	// and TensorFlow do (Kingma and Ba's ε̂), rather than after it.
+	KerasEpsilon bool
 }
 
 func (o *Adam) Name() string {
@@ -152,6 +155,9 @@ func (o *Adam) Update(g *graph.Graph, p, w, gr *graph.Node) *graph.Node {
 	nm := graph.Add(graph.MulScalar(m, b1), graph.MulScalar(gr, 1-b1))
 	nv := graph.Add(graph.MulScalar(v, b2), graph.MulScalar(graph.Square(gr), 1-b2))
 	denom := graph.AddScalar(graph.Div(graph.Sqrt(nv), bias2), eps)
+	if o.KerasEpsilon {
+		denom = graph.Div(graph.AddScalar(graph.Sqrt(nv), eps), bias2)
+	}
 	nw := graph.Sub(w, graph.Mul(stepSize, graph.Div(nm, denom)))
 	graph.Assign(m, nm)
 	graph.Assign(v, nv)

@@ -14,8 +14,12 @@ import (
 type Config struct {
 	// Model is any nn.Model. Fit feeds it from data.Examples, which hold
 	// one input per example: the model must have one input.
-	Model     nn.Model
-	Loss      nn.Loss         // nil: sparse categorical cross-entropy
+	Model nn.Model
+	Loss  nn.Loss // nil: sparse categorical cross-entropy
+	// Losses, when set, give several outputs a loss each, summed with
+	// their weights (Keras' loss_weights), instead of Loss on the only
+	// output; Fit feeds one label, so they serve planning (PlanFor).
+	Losses    []step.OutputLoss
 	Optimizer optim.Optimizer // nil: Adam
 	Schedule  optim.Schedule  // nil: constant 1e-3
 	ClipNorm  float64         // > 0: clip gradients by global norm
@@ -144,7 +148,7 @@ func (c *Config) stepConfig() step.Config {
 	if c.storage == StorageFloat32 {
 		prec = "float32"
 	}
-	s := step.Config{Model: c.Model, Loss: c.Loss, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: prec,
+	s := step.Config{Model: c.Model, Loss: c.Loss, Losses: c.Losses, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: prec,
 		Float32Storage: c.storage == StorageFloat32Activations,
 		Remat:          c.Remat, Seed: c.Seed, Target: c.Backend, ShardOptimizer: c.ShardOptimizer, BucketBytes: c.BucketBytes}
 	if c.ranks() > 1 {

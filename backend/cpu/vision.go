@@ -42,6 +42,7 @@ func init() {
 		}
 	}
 }
+
 // generalConvWorkspace is the workspace of a dilated or grouped
 // convolution (or gradient): as many images' im2col rows as fit
 // ConvWorkspaceLimit, at least one (kernels.ConvGeneralWork).

@@ -12,7 +12,6 @@ import (
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
-	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
@@ -35,6 +34,9 @@ type options struct {
 	seq                                int    // text: the window, in tokens (bytes)
 	text                               string // text: a file or folder of text to train on
 	userData                           bool   // --data: the held-out set is validation data, not a test set
+	kerasWeights                       bool
+	set                                map[string]bool // flags given on the command line
+	kf                                 *kerasFile      // --keras, once read
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -51,7 +53,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.precision, "precision", "float32", "float32, mixed_bfloat16 or mixed_float16 (16-bit saved activations; float16 with dynamic loss scaling)")
 	fs.IntVar(&o.accumulate, "accumulate", 1, "split each batch into this many micro-batches and accumulate their gradients")
 	fs.BoolVar(&o.remat, "remat", false, "recompute activations in the backward pass, keeping every √L-th layer output")
-	fs.StringVar(&o.keras, "keras", "", "a Keras Sequential model config (model.to_json(), or a TensorFlow.js model.json) to use instead of --model")
+	fs.StringVar(&o.keras, "keras", "", "a Keras model config (model.to_json() of a Sequential or functional model, a .keras file, or a TensorFlow.js model.json) to use instead of --model; its optimizer and loss are used unless --optimizer or --lr is given")
+	fs.BoolVar(&o.kerasWeights, "keras-weights", false, "with --keras: start from the weights the TensorFlow.js model.json's weightsManifest lists (shards beside it)")
 	fs.IntVar(&o.seq, "seq", 128, "text data sets (go-src, --text): the window of a language model, in bytes")
 	fs.StringVar(&o.text, "text", "", "train a language model (gpt, lstm) on this file or folder of text (read recursively, sorted; 90% train, 10% validation)")
 	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
@@ -65,9 +68,9 @@ func (o *options) parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	dataset := false
-	fs.Visit(func(f *flag.Flag) { dataset = dataset || f.Name == "dataset" })
-	if !dataset && o.model == "unet" {
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if !o.set["dataset"] && o.model == "unet" {
 		o.dataset = "shapes" // a segmentation model: its own data set unless told
 	}
 	return o.finish()
@@ -103,6 +106,9 @@ func (o *options) finish() error {
 	}
 	if !(o.lr >= 0) || math.IsInf(o.lr, 0) { // as torch.optim: 0 is allowed, negative and NaN are not
 		return fmt.Errorf("--lr %v: want a finite learning rate >= 0", o.lr)
+	}
+	if o.kerasWeights && o.keras == "" {
+		return fmt.Errorf("--keras-weights needs --keras")
 	}
 	if o.batch%o.accumulate != 0 {
 		return fmt.Errorf("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
@@ -161,9 +167,8 @@ func (o *options) load() (trainSet, testSet *data.Examples, err error) {
 func (o *options) config(trainSet, testSet *data.Examples) (train.Config, error) {
 	var m nn.Model
 	var err error
-	var loss nn.Loss
 	if o.keras != "" {
-		if m, loss, err = o.kerasModel(trainSet); err != nil {
+		if m, err = o.kerasModel(trainSet); err != nil {
 			return train.Config{}, err
 		}
 	} else if m, err = nn.NewModel(o.model, trainSet.Shape, trainSet.Classes); err != nil {
@@ -174,35 +179,12 @@ func (o *options) config(trainSet, testSet *data.Examples) (train.Config, error)
 		return train.Config{}, err
 	}
 	budget, source := o.effectiveBudget()
-	return train.Config{Model: m, Loss: loss, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
-		Seed: o.seed, Budget: budget, BudgetSource: source, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}, nil
-}
-
-// kerasModel reads --keras and checks it against the data: the input must
-// hold one example (reshaped as the model expects) and the last layer must
-// have one output per class. Keras' categorical_crossentropy becomes the
-// sparse form, since the data's labels are class indices.
-func (o *options) kerasModel(data *data.Examples) (*nn.Sequential, nn.Loss, error) {
-	km, err := keras.Load(o.keras)
-	if err != nil {
-		return nil, nil, err
+	cfg := train.Config{Model: m, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
+		Seed: o.seed, Budget: budget, BudgetSource: source, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}
+	if o.keras != "" {
+		err = o.applyKeras(&cfg)
 	}
-	m := km.Sequential
-	if data != nil {
-		if m.InputShape.Size() != data.Shape.Size() {
-			return nil, nil, fmt.Errorf("%s expects examples of shape %v; data set %s has %v", o.keras, m.InputShape, o.dataset, data.Shape)
-		}
-		last := km.Layers[len(km.Layers)-1].Output
-		if data.Classes > 0 && last.Size() != data.Classes {
-			return nil, nil, fmt.Errorf("%s ends in %v outputs; data set %s has %d classes", o.keras, last, o.dataset, data.Classes)
-		}
-	}
-	switch km.Loss {
-	case "", "categorical_crossentropy", "sparse_categorical_crossentropy":
-		return m, nil, nil
-	}
-	loss, err := nn.LossByName(km.Loss)
-	return m, loss, err
+	return cfg, err
 }
 
 // newFlagSet returns a flag set that prints its flags on stdout for -h

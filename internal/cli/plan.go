@@ -11,7 +11,6 @@ import (
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
-	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/profile"
 	"github.com/headroom-ml/headroom/tensor"
@@ -40,6 +39,13 @@ type planReport struct {
 	StepBatch         int          `json:"step_batch,omitempty"`     // set when --batch exceeds the training set: a step holds all of it
 	PrecisionNote     string       `json:"precision_note,omitempty"` // a 16-bit policy that keeps float32's layout, and why
 	Layers            []layerBytes `json:"layers"`
+	// with --keras: the counts and rows of Keras' model.summary(), and the
+	// file's optimizer when the plan uses it
+	TotalParams        *int         `json:"total_params,omitempty"`
+	TrainableParams    *int         `json:"trainable_params,omitempty"`
+	NonTrainableParams *int         `json:"non_trainable_params,omitempty"`
+	Optimizer          string       `json:"optimizer,omitempty"`
+	KerasLayers        []kerasLayer `json:"keras_layers,omitempty"`
 }
 
 type layerBytes struct {
@@ -76,7 +82,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	trainN, evalN, dataBytes := 0, 0, int64(0) // 0: one batch, no data set
 	if o.keras != "" {
 		// a Keras model is planned on its own: one step, no data set
-		m, loss, err := o.kerasModel(nil)
+		m, err := o.kerasModel(nil)
 		if err != nil {
 			return err
 		}
@@ -84,9 +90,12 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		cfg = train.Config{Model: m, Loss: loss, Optimizer: opt, Epochs: 1, Batch: o.batch, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}
+		cfg = train.Config{Model: m, Optimizer: opt, Epochs: 1, Batch: o.batch, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}
+		if err := o.applyKeras(&cfg); err != nil {
+			return err
+		}
 		o.model, o.dataset = o.keras, "none"
-		if err := printKeras(stdout, o.keras, *asJSON); err != nil {
+		if err := o.printKeras(stdout, *asJSON); err != nil {
 			return err
 		}
 	} else {
@@ -127,6 +136,11 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	if trainN > 0 && o.batch > trainN {
 		r.StepBatch = trainN // as in Keras, one partial batch holds the whole set
+	}
+	if o.keras != "" {
+		if err := o.addKeras(&r); err != nil {
+			return err
+		}
 	}
 	if budget, source := o.effectiveBudget(); budget > 0 {
 		r.PlanBudgetBytes, r.BudgetSource = budget, source
@@ -195,25 +209,6 @@ func perLayer(p *compile.Plan) []layerBytes {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Layer < out[j].Layer })
 	return out
-}
-
-// printKeras prints a Keras file's layers as model.summary() does (not
-// with --json, whose object carries param_count).
-func printKeras(w io.Writer, path string, asJSON bool) error {
-	if asJSON {
-		return nil
-	}
-	km, err := keras.Load(path)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "Keras model %q from %s\n", km.Name, path)
-	fmt.Fprintf(w, "  %-28s %-24s %-18s %12s\n", "layer", "class", "output shape", "params")
-	for _, l := range km.Layers {
-		fmt.Fprintf(w, "  %-28s %-24s %-18v %12d\n", l.Name, l.Class, l.Output, l.Params)
-	}
-	fmt.Fprintf(w, "  total params: %d (trainable %d)\n", km.Params, km.TrainableParams)
-	return nil
 }
 
 func printReport(w io.Writer, r *planReport) {

@@ -189,6 +189,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer t.Close()
+	if err := o.kerasStart(out, t); err != nil {
+		return err
+	}
 	printPlan(out, &o, t, trainSet, testSet)
 	if stream != nil {
 		fmt.Fprintf(out, "  %s\n", stream.describe())

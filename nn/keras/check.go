@@ -127,30 +127,47 @@ func shapeOf(f *fields) ([]int, string, error) {
 // and 3 record the shape each layer was built with) with the output of the
 // layers before it. Unknown (null) entries match anything.
 func (p *parser) checkBuildInput(e *entry, cur []int) error {
+	return p.checkBuildInputs(e, e.name, [][]int{cur})
+}
+
+// checkBuildInputs compares build_config.input_shape, one shape or a list
+// of them (a merge layer's), with the shapes a call's inputs have.
+func (p *parser) checkBuildInputs(e *entry, name string, shapes [][]int) error {
 	v, ok := e.raw["build_config"]
 	if !ok || v == nil {
 		return nil
 	}
 	bc, ok := v.(map[string]any)
 	if !ok {
-		return p.layerErr(e.index, e.name, fmt.Errorf("build_config: want an object, got %s", describe(v)))
+		return p.layerErr(e.index, name, fmt.Errorf("build_config: want an object, got %s", describe(v)))
 	}
 	is, ok := bc["input_shape"]
 	if !ok || is == nil {
 		return nil
 	}
 	list, ok := is.([]any)
-	match := ok && len(list) == len(cur)+1
-	for i := 1; match && i < len(list); i++ {
-		if list[i] == nil {
-			continue
+	var recorded [][]any
+	if ok && len(list) > 0 {
+		if _, nested := list[0].([]any); nested {
+			for _, s := range list {
+				l, _ := s.([]any)
+				recorded = append(recorded, l)
+			}
+		} else {
+			recorded = [][]any{list}
 		}
-		n, err := toInt(list[i])
-		match = err == nil && n == cur[i-1]
+	}
+	match := len(recorded) == len(shapes)
+	for i := 0; match && i < len(shapes); i++ {
+		match = shapeMatches(recorded[i], shapes[i])
 	}
 	if !match {
-		return p.layerErr(e.index, e.name, fmt.Errorf("build_config.input_shape %s does not match the output of the layers before it, %v",
-			describe(is), cur))
+		want := fmt.Sprint(shapes[0])
+		if len(shapes) != 1 {
+			want = fmt.Sprint(shapes)
+		}
+		return p.layerErr(e.index, name, fmt.Errorf("build_config.input_shape %s does not match the output of the layers before it, %s",
+			describe(is), want))
 	}
 	return nil
 }
@@ -205,7 +222,7 @@ func (p *parser) checkManifest(m *Model, manifest any) error {
 	if !ok {
 		return fmt.Errorf("weightsManifest: want a list, got %s", describe(manifest))
 	}
-	declared, err := weightShapes(m.Sequential)
+	declared, err := weightShapes(m.NN())
 	if err != nil {
 		return err
 	}
@@ -269,61 +286,88 @@ func manifestWeight(w any) (string, tensor.Shape, error) {
 	return name, shape, nil
 }
 
-// weightShapes returns the shape of every variable nn declares for seq,
+// weightShapes returns the shape of every variable nn declares for m,
 // by name ("<layer>/<weight>").
-func weightShapes(seq *nn.Sequential) (map[string]tensor.Shape, error) {
+func weightShapes(m nn.Model) (map[string]tensor.Shape, error) {
 	out := map[string]tensor.Shape{}
-	err := graph.Catch(func() {
-		g := graph.New()
-		c := nn.NewContext(g, false, 0)
-		seq.Forward(c, g.Input("x", seq.InputType(), append(tensor.Shape{1}, seq.InputShape...)))
-		for _, w := range c.Weights {
-			out[w.Attr().Name] = w.Shape()
-		}
-	})
+	c, err := buildOnce(m)
 	if err != nil {
 		return nil, fmt.Errorf("nn cannot build the model: %w", err)
+	}
+	for _, w := range c.Weights {
+		out[w.Attr().Name] = w.Shape()
 	}
 	return out, nil
 }
 
-// lossOf returns the loss of the first training or compile config that
-// names one, in Keras' snake_case; "" when none does.
-func lossOf(configs []any) string {
-	for _, c := range configs {
-		if m, ok := c.(map[string]any); ok {
-			if l := lossName(m["loss"]); l != "" {
-				return l
-			}
+// buildOnce builds m at batch 1 for inspection and returns the context.
+func buildOnce(m nn.Model) (*nn.Context, error) {
+	var c *nn.Context
+	err := graph.Catch(func() {
+		g := graph.New()
+		c = nn.NewContext(g, false, 0)
+		var ins []*graph.Node
+		for _, in := range m.Inputs() {
+			ins = append(ins, g.Input(in.Name, in.Type(), append(tensor.Shape{1}, in.Shape...)))
 		}
-	}
-	return ""
+		m.Build(c, ins)
+	})
+	return c, err
 }
 
-// lossName reads a loss written as a name ("categorical_crossentropy",
-// TensorFlow.js' "categoricalCrossentropy"), a serialized object
-// ({"class_name": "SparseCategoricalCrossentropy", "config": {"name": ...}})
-// or a one-element list of either.
-func lossName(v any) string {
-	switch t := v.(type) {
-	case string:
-		if strings.ToLower(t) != t {
-			return snake(t)
+// crossCheckFunctional builds the nn model and compares every tensor's
+// shape and every layer's parameter count with Keras' arithmetic, as
+// crossCheck does for a Sequential.
+func (p *parser) crossCheckFunctional(m *Model, g *fnModel) error {
+	if err := p.checkShapes(g); err != nil {
+		return err
+	}
+	c, err := buildOnce(m.Functional)
+	if err != nil {
+		return fmt.Errorf("nn cannot build the model: %w", err)
+	}
+	byLayer := map[string]int{}
+	total, trainable := 0, 0
+	for _, w := range c.Weights {
+		name := w.Attr().Name
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name = name[:i]
 		}
-		return t
-	case map[string]any:
-		if c, ok := t["config"].(map[string]any); ok {
-			if s, ok := c["name"].(string); ok {
-				return lossName(s)
-			}
-		}
-		if s, ok := t["class_name"].(string); ok {
-			return snake(s)
-		}
-	case []any:
-		if len(t) == 1 {
-			return lossName(t[0])
+		n := w.Shape().Size()
+		byLayer[name] += n
+		total += n
+	}
+	for _, w := range c.Trainable {
+		trainable += w.Shape().Size()
+	}
+	for _, l := range g.layers {
+		if got, want := byLayer[l.name], l.info().Params; got != want {
+			return p.layerErr(l.index, l.nnName, fmt.Errorf("nn declares %d params for the layer, Keras' arithmetic gives %d (a bug in the keras reader)", got, want))
 		}
 	}
-	return ""
+	if total != m.Params || trainable != m.TrainableParams {
+		return fmt.Errorf("nn counts %d params (%d trainable), Keras' arithmetic %d (%d) (a bug in the keras reader)", total, trainable, m.Params, m.TrainableParams)
+	}
+	return nil
+}
+
+// checkShapes compares the shape nn gave each tensor of g (and of the
+// models nested in it) with Keras' arithmetic.
+func (p *parser) checkShapes(g *fnModel) error {
+	for _, l := range g.layers {
+		if l.nested != nil && l.nested.g != nil {
+			if err := p.checkShapes(l.nested.g); err != nil {
+				return err
+			}
+		}
+		for k := range l.calls {
+			for i, v := range g.results[callKey{l, k}] {
+				if v.t.Shape != nil && !v.t.Shape.Equal(v.shape) {
+					return p.layerErr(l.index, l.nnName, fmt.Errorf("call %d output %d: nn builds %v, Keras' arithmetic gives %v (a bug in the keras reader)",
+						k+l.skip, i, v.t.Shape, v.shape))
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -1,47 +1,80 @@
-// Package keras reads a Keras Sequential model config and maps it onto
-// headroom's model vocabulary (package nn), so that a model written in Keras
-// can be planned (`headroom plan --keras model.json`) and trained.
+// Package keras reads a Keras model config, Sequential or functional, and
+// maps it onto headroom's model vocabulary (package nn), so that a model
+// written in Keras can be planned (`headroom plan --keras model.json`),
+// trained (`headroom train --keras`), and, from a TensorFlow.js model's
+// weights, fine-tuned (`--keras-weights`).
 //
 // In the life of a step, keras sits before the first stage: it turns a file
-// into an *nn.Sequential, which is then built into a graph like any model
-// written in Go. It holds no weights and reads none.
+// into an *nn.Sequential or an *nn.Functional, which is then built into a
+// graph like any model written in Go. Model.Training carries the file's
+// training configuration (optimizer, losses) for the step builder;
+// LoadWeights reads TensorFlow.js weights into a trainer's variables.
 //
 // # What is read
 //
 // Load and Parse accept:
-//   - what model.to_json() writes: {"class_name": "Sequential", "config":
-//     {"name": ..., "layers": [...]}}, with Keras 2 keys (batch_input_shape,
-//     dtype strings) or Keras 3 keys (batch_shape, DTypePolicy objects,
-//     module/registered_name/build_config), and Keras 2.13-2.15 hybrids;
+//   - what model.to_json() writes: {"class_name": "Sequential" | "Model" |
+//     "Functional", "config": {...}}, with Keras 2 keys (batch_input_shape,
+//     dtype strings, inbound nodes as lists) or Keras 3 keys (batch_shape,
+//     DTypePolicy objects, module/registered_name/build_config, inbound
+//     nodes as {"args", "kwargs"}), and Keras 2.13-2.15 hybrids;
 //   - Keras 2.0-era files whose "config" is the bare list of layers;
 //   - TensorFlow.js layers-model model.json: the Keras config under
 //     modelTopology.model_config (the converter's output) or modelTopology
-//     itself (what tfjs-layers saves);
+//     itself (what tfjs-layers, 0.8 on, saves);
+//   - a config stored as a JSON string inside JSON (the whole file, or
+//     model_config / modelTopology / training_config, as HDF5 attributes
+//     hold them);
 //   - the config.json inside a Keras 3 .keras archive (a zip).
 //
-// Terms. A Keras layer is one element of the file's layer list, with a
+// Terms. A Keras layer is one element of a model's layer list, with a
 // class name ("Conv2D") and a name ("conv2d_1"); its index is its position
-// in that list, from 0, and errors name both. A per-example shape is a
-// tensor shape without the batch dimension, as Keras' summary prints it
-// after the leading None. Params is Keras' "Total params" (trainable and
-// not); TrainableParams is "Trainable params".
+// in that list, from 0, and errors name both (a layer of a nested model as
+// "outer/inner", with its index in the nested model's list). A call (Keras'
+// "inbound node") is one application of a layer to tensors; a layer called
+// more than once is shared: its calls use one set of weights. A tensor is
+// named [layer, node_index, tensor_index]: output tensor_index of call
+// node_index. A per-example shape is a tensor shape without the batch
+// dimension, as Keras' summary prints it after the leading None. Params is
+// Keras' "Total params" (trainable and not); TrainableParams is "Trainable
+// params".
 //
-// The input shape comes from an InputLayer (batch_input_shape or
-// batch_shape), from the first layer's batch_input_shape, batch_shape or
-// input_shape, from input_dim on a first Dense or input_length on a first
-// Embedding, from the Sequential's build_input_shape or the model's
-// build_config; a file may repeat it in several of these places, and all
-// must agree. Every dimension but the batch must have a size: a plan needs
-// concrete shapes. The loss comes from a training_config (HDF5 attributes,
-// TensorFlow.js), a trainingConfig (tfjs-layers, camelCase names turned into
-// Keras' snake_case) or a compile_config (Keras 3).
+// # Functional models
+//
+// Each layer's calls are read from its inbound nodes; the reader resolves
+// the tensors each call takes back from the model's outputs to its inputs
+// (the order of the file's layer list is not trusted; a cycle is an error),
+// maps each call with Keras' own shape arithmetic and replays it with
+// nn.Apply, so the result is an nn.Functional with the file's inputs (in
+// input_layers order; a Keras 3 dict of inputs in sorted key order, as
+// Keras flattens it), outputs and layer names. In Keras 2, arguments after
+// the first are written as kwargs with tensors as [name, node, tensor]; in
+// Keras 3 every tensor is a __keras_tensor__ with its keras_history (and
+// its shape, which must match the one computed). Non-tensor kwargs
+// (training, mask=None) are read by the layers that take them and
+// otherwise ignored: Keras 3 replaces a recorded training=False with the
+// model's own training flag.
+//
+// Node indices of nested models: Keras leaves out of a config the node
+// that links a nested Functional's own inputs to its outputs, so the first
+// call of a nested Functional (Model) is node 1, in Keras 2 and 3; so is
+// that of a Keras 2 Sequential built with an input shape; a Keras 2
+// Sequential without one, and any Keras 3 Sequential, start at node 0. An
+// InputLayer is node 0 whatever the file says, as Keras reads it.
+//
+// Nested models (Sequential, Functional, Model as a layer, in a functional
+// model or in a Sequential) become nn.Functional layers whose layers are
+// named "<model>/<layer>", so their weights are "<model>/<layer>/<weight>"
+// and cannot collide with the enclosing model's; a nested Sequential
+// without an input shape takes its first call's.
 //
 // # Mapping
 //
 // One nn layer per Keras layer, named as in the file, so weights are named
-// "<layer>/<weight>" as Keras names them; an InputLayer sets the input shape
-// and maps to no nn layer. Model.Layers lists every Keras layer, the
-// InputLayer included, aligned with the file.
+// "<layer>/<weight>" as Keras names them; an InputLayer maps to no nn layer
+// (an nn input of its name, shape and dtype: integer dtypes become int32).
+// Model.Layers lists every Keras layer, the InputLayers included, aligned
+// with the file.
 //
 //	Dense                   nn.Dense (units, activation, use_bias, kernel_initializer)
 //	Conv2D                  nn.Conv2D (filters, kernel_size, strides, padding, activation, use_bias)
@@ -54,7 +87,12 @@
 //	LayerNormalization      nn.LayerNormalization (epsilon)
 //	Activation              nn.Activation
 //	ReLU                    nn.Activation "relu"
-//	Embedding               nn.Embedding (input_dim, output_dim); the model's input becomes int32
+//	Embedding               nn.Embedding (input_dim, output_dim); a Sequential's input becomes int32
+//	Add, Subtract, Multiply nn.Add, nn.Subtract, nn.Multiply (inputs of one rank, sizes of 1 broadcast)
+//	Average, Maximum, Minimum  nn.Average, nn.Maximum, nn.Minimum
+//	Concatenate             nn.Concatenate (axis, counting the batch)
+//	Dot                     nn.Dot (axes, normalize) over inputs of rank 2 or 3 (batch included)
+//	Sequential, Functional, Model   nested nn.Functional
 //
 // Activations are linear, relu, sigmoid, tanh, softmax and gelu, written as
 // a name or as a serialized function object ({"class_name": "function",
@@ -66,25 +104,84 @@
 // others fall back to nn's default, glorot_uniform: they change the first
 // step, not shapes or memory.
 //
+// trainable=false, on a layer or on a model (then on every layer in it),
+// freezes the layer in nn too: its weights are declared but left out of
+// the trainable ones, so no gradient or optimizer state is planned for
+// them, and a frozen BatchNormalization runs in inference mode (its moving
+// statistics, no updates), as in TensorFlow 2 and Keras 3 (Keras before
+// 2.1.3 kept batch statistics in a frozen BatchNormalization).
+//
 // # Cross-checks
 //
-// Parse computes each layer's output shape and parameter count with Keras'
-// own arithmetic while it maps the layer, then builds the nn model
-// (nn.Sequential.Summary) and requires the same shapes and counts, layer by
-// layer: a difference is reported as an error, never as a wrong plan. Where
-// a file records the shape each layer was built with (build_config, Keras
-// 2.13+ and 3), that shape must match the layers before it. A TensorFlow.js
-// weightsManifest must list exactly Params values, and each weight nn also
-// declares must have nn's shape.
+// Parse computes each call's output shapes and each layer's parameter
+// count with Keras' own arithmetic while it maps it, then builds the nn
+// model and requires the same shapes (for every tensor of a functional
+// model, nested models included) and counts, layer by layer, total and
+// trainable: a difference is reported as an error, never as a wrong plan.
+// Where a file records the shape each layer was built with (build_config,
+// Keras 2.13+ and 3; a list of shapes for a merge layer) or the shape of
+// each tensor it passes (Keras 3), those must match the layers before it.
+// A TensorFlow.js weightsManifest must list exactly Params values (counted
+// by shape, so quantized manifests count alike), and each weight nn also
+// declares must have nn's shape. A shared layer's calls must give its
+// weights one shape.
+//
+// # Training configuration
+//
+// Model.Training is the first of the file's TensorFlow.js trainingConfig,
+// Keras 2 training_config (HDF5 attributes) and Keras 3 compile_config that
+// names a loss or an optimizer.
+//
+// Losses: a name (Keras 2 and 3, "keras.losses.mse", TensorFlow.js'
+// camelCase), a serialized function ({"class_name": "function", "config":
+// "sparse_categorical_crossentropy"}, Keras 3) or loss object
+// ({"class_name": "MeanSquaredError", ...}); one loss for every output, a
+// list per output or a dict by output name (an output left out has no
+// loss); loss_weights as a list or a dict. StepLosses maps them onto nn:
+// sparse_categorical_crossentropy, categorical_crossentropy (trained as the
+// sparse form: headroom's data sets label with class indices),
+// binary_crossentropy and mse; others, and a reduction other than the
+// batch mean, are refused by name. headroom's cross-entropies read a
+// softmax or sigmoid output through its logits whatever from_logits says.
+//
+// Optimizers (NewOptimizer): Adam, AdamW, SGD (momentum, nesterov),
+// RMSprop (rho, momentum, centered), Adagrad (initial_accumulator_value)
+// and Nadam, with their settings, Keras 3's defaults for those a file
+// leaves out, Keras' update rules (ε before Adam's bias correction, inside
+// RMSprop's root; Nadam's momentum schedule, Keras 2's schedule_decay
+// included), Keras 3's decoupled weight_decay for Adam, global_clipnorm as
+// global-norm clipping, Keras 2's decay (lr/(1 + decay·t)) and the
+// schedules ExponentialDecay, InverseTimeDecay, CosineDecay (no warm-up),
+// PolynomialDecay (no cycle) and PiecewiseConstantDecay. Refused, by name:
+// other optimizers and schedules, amsgrad, clipnorm and clipvalue (per
+// variable), use_ema, loss_scale_factor, gradient_accumulation_steps
+// (headroom's --accumulate splits a batch; Keras' accumulates batches),
+// SGD's and Nadam's weight_decay, and any setting headroom does not know.
+// The CLI uses the file's optimizer unless --optimizer is given, and its
+// learning rate unless --lr is.
+//
+// # Weights
+//
+// ReadWeights and LoadWeights read the weights a TensorFlow.js model.json
+// lists in its weightsManifest from the shard files beside it: float32
+// values, and uint8/uint16 affine-quantized (min + scale·q) and float16
+// ones, dequantized to float32. Each weight loads into the variable of its
+// name ("dense/kernel", a ":0" suffix dropped), or the one variable whose
+// name ends the weight's (a converter's "model/dense/kernel"); every
+// variable must get one, of its shape. HDF5 weights (.h5, .weights.h5) are
+// not read: headroom has no HDF5 reader.
 //
 // # Not supported, and why
 //
 // Each of these is an *Error for which errors.Is(err, ErrUnsupported)
-// holds, naming the layer and what to change:
-//   - Functional models and nested models: their layers form a graph, and
-//     nn.Sequential is a stack.
-//   - Layer classes other than those above (LSTM, Conv1D, DepthwiseConv2D,
-//     ...): nn has no such layer.
+// holds, naming the layer (class and name) and what to change:
+//   - Lambda, TFOpLambda, SlicingOpLambda (Python code), StringLookup,
+//     IntegerLookup, TextVectorization, Hashing, CategoryEncoding,
+//     Discretization (tables built in Python), custom classes (a
+//     registered_name such as "Custom>Gate", a module outside keras), and a
+//     subclassed model's class: a config cannot say what they compute.
+//   - Layer classes without an nn layer yet: "class X is not supported
+//     yet".
 //   - data_format "channels_first": headroom is NHWC, Keras' default.
 //   - Conv2D dilation_rate other than 1 and groups other than 1; padding
 //     other than valid/same: nn's convolution has neither.
@@ -97,16 +194,20 @@
 //   - ReLU with max_value, negative_slope or threshold; activations nn lacks
 //     (swish, elu, ...); Dropout with noise_shape; GlobalAveragePooling2D
 //     with keepdims; Embedding with lora_rank.
+//   - Elementwise merges of inputs of different ranks (Keras broadcasts
+//     from the first axis, nn from the last); Concatenate along the batch;
+//     tensors passed as keyword arguments to a layer that takes none (a
+//     mask); constants passed as a layer's input (_CONSTANT_VALUE).
 //   - dtypes other than float32, including mixed-precision policies:
-//     headroom plans precision itself. An InputLayer may be an integer type
-//     only when it feeds an Embedding.
+//     headroom plans precision itself. An input may be an integer type only
+//     when it feeds an Embedding.
 //   - HDF5 (.h5) files: export the JSON with model.to_json().
 //
 // Read but not carried over, because nn has no such notion: regularizers
 // and constraints (they change the loss, not shapes or memory), bias and
-// other initializers than the kernel's, seeds, mask_zero, and trainable=false
-// (counted in TrainableParams as Keras does, but nn trains every layer).
+// other initializers than the kernel's, seeds and mask_zero.
 //
 // Any malformed input is an *Error naming the file, and the layer index and
-// name where known; Parse never panics (FuzzParse).
+// name where known; Parse and ReadWeights never panic (FuzzParse,
+// FuzzReadWeights).
 package keras

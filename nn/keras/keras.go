@@ -19,33 +19,71 @@ const (
 	maxRank = tensor.MaxRank - 1
 	// maxFileBytes bounds what Load reads: real configs are kilobytes.
 	maxFileBytes = 64 << 20
+	// maxLayers bounds the layers of a file, nested models included
+	// (ResNet152 has about 500).
+	maxLayers = 100000
+	// maxDepth bounds the nesting of models and of configs stored as JSON
+	// strings.
+	maxDepth = 32
 )
 
-// Model is a Keras Sequential model read from its config.
+// Model is a Keras model read from its config: a Sequential stack or a
+// functional graph of layers, mapped onto nn.
 type Model struct {
 	Name string
-	// Sequential is the model in headroom's vocabulary: one nn layer per
-	// Keras layer but the InputLayer, named as in the file, with the input
-	// shape the file gives.
+	// Sequential is the model in headroom's vocabulary when the file holds
+	// a Sequential model: one nn layer per Keras layer but the InputLayer,
+	// named as in the file, with the input shape the file gives.
 	Sequential *nn.Sequential
-	// Layers lists every Keras layer of the file in order, the InputLayer
-	// included when the file has one.
+	// Functional is the model when the file holds a functional one (Keras'
+	// Model or Functional class): its inputs are the file's input layers,
+	// its outputs its output layers, in the file's order.
+	Functional *nn.Functional
+	// Layers lists every Keras layer of the file in order, the InputLayers
+	// included; a nested model is one layer.
 	Layers []LayerInfo
 	// Params is model.summary()'s "Total params": trainable and not.
 	Params int
 	// TrainableParams is "Trainable params": Params less BatchNormalization's
 	// moving statistics and the weights of layers marked trainable=false.
 	TrainableParams int
-	// Loss is the training config's loss in Keras' snake_case
-	// ("categorical_crossentropy"), or "" when the file has none.
+	// OutputNames names the model's outputs: the output layers' names.
+	OutputNames []string
+	// Loss is the training config's loss of the first output in Keras'
+	// snake_case ("categorical_crossentropy"), or "" when the file has none.
 	Loss string
+	// Training is what the file's training_config or compile_config asks
+	// for (optimizer, losses, loss weights); nil when it has none.
+	Training *Training
 }
+
+// NN returns the model as an nn.Model: Sequential or Functional.
+func (m *Model) NN() nn.Model {
+	if m.Sequential != nil {
+		return m.Sequential
+	}
+	return m.Functional
+}
+
+// NonTrainableParams is model.summary()'s "Non-trainable params".
+func (m *Model) NonTrainableParams() int { return m.Params - m.TrainableParams }
+
+// Inputs returns the model's inputs (name, per-example shape, dtype).
+func (m *Model) Inputs() []nn.Input { return m.NN().Inputs() }
 
 // LayerInfo is one Keras layer as model.summary() shows it.
 type LayerInfo struct {
-	Name            string
-	Class           string       // Keras class name as written ("Conv2D")
-	Output          tensor.Shape // per example, without the batch dimension
+	Name   string
+	Class  string       // Keras class name as written ("Conv2D")
+	Output tensor.Shape // per example, without the batch dimension: the first call's first output
+	// Outputs are the first call's outputs (one for most layers).
+	Outputs []tensor.Shape
+	// Calls is how many times the model calls the layer (a shared layer
+	// more than once); its summary row then shows "multiple" as Keras'.
+	Calls int
+	// Inbound lists the tensors of each call as Keras' summary's
+	// "Connected to" column writes them ("conv2d[0][0]").
+	Inbound         []string
 	Params          int
 	TrainableParams int
 }
@@ -60,8 +98,8 @@ func (e unsupportedError) Error() string        { return string(e) }
 func (e unsupportedError) Is(target error) bool { return target == ErrUnsupported }
 
 // Error is a problem with a model file: it names the file and, where the
-// problem is in one layer, the layer's index in the file's layer list and
-// its name.
+// problem is in one layer, the layer's index in its model's layer list and
+// its name (a nested model's layer is named "outer/inner").
 type Error struct {
 	File  string
 	Index int    // layer index in the file (0-based), -1 when not about one layer
@@ -87,12 +125,21 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Load reads a Keras Sequential model config: what model.to_json() writes
-// (Keras 2 and Keras 3 keys), a TensorFlow.js layers-model model.json (the
-// Keras config under modelTopology.model_config, or modelTopology itself),
-// Keras 2.0-era files whose "config" is a bare list of layers, and the
-// config.json inside a Keras 3 .keras archive.
+// Load reads a Keras model config: what model.to_json() writes (Keras 2
+// and Keras 3 keys, Sequential and functional models), a TensorFlow.js
+// layers-model model.json (the Keras config under
+// modelTopology.model_config, or modelTopology itself), Keras 2.0-era files
+// whose "config" is a bare list of layers, configs stored as a JSON string
+// inside JSON, and the config.json inside a Keras 3 .keras archive.
 func Load(path string) (*Model, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		var pe *os.PathError
@@ -109,7 +156,7 @@ func Load(path string) (*Model, error) {
 	if len(data) > maxFileBytes {
 		return nil, &Error{File: path, Index: -1, Err: fmt.Errorf("larger than %d MiB: not a model config", maxFileBytes>>20)}
 	}
-	return Parse(data, path)
+	return data, nil
 }
 
 // Parse reads a model config from data; name is the file name that errors
@@ -128,27 +175,19 @@ func Parse(data []byte, name string) (*Model, error) {
 }
 
 type parser struct {
-	file string
+	file   string
+	layers int // layers read so far, nested models included
+	depth  int // models nested around the one being read
 }
 
 func (p *parser) layerErr(i int, name string, err error) error {
 	return &Error{File: p.file, Index: i, Layer: name, Err: err}
 }
 
-// entry is one element of the file's layer list, read but not yet mapped.
-type entry struct {
-	index       int
-	class, name string // class in its canonical spelling
-	written     string // class as written
-	f           *fields
-	raw         map[string]any
-	m           mapped
-}
-
 // source is where the model config sits in the file.
 type source struct {
 	model    map[string]any
-	training []any // candidate training/compile configs, first with a loss wins
+	training []any // candidate training/compile configs, first with a loss or optimizer wins
 	manifest any   // TensorFlow.js weightsManifest, nil when absent
 }
 
@@ -165,65 +204,27 @@ func (p *parser) parse(data []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, list, mf, err := sequentialConfig(src.model)
+	class, ok := src.model["class_name"].(string)
+	if !ok {
+		return nil, errors.New("no Keras model config: want {\"class_name\": \"Sequential\" or \"Functional\", \"config\": ...} (model.to_json()) or a TensorFlow.js model.json with modelTopology")
+	}
+	var m *Model
+	switch class {
+	case "Sequential":
+		m, err = p.sequential(src.model)
+	case "Model", "Functional":
+		m, err = p.functional(src.model)
+	default:
+		return nil, unsupportedError(fmt.Sprintf("model class %s is not supported: headroom reads Sequential and functional (Model, Functional) models; a subclassed model's call() is Python code", class))
+	}
 	if err != nil {
 		return nil, err
 	}
-	entries, err := p.entries(list)
-	if err != nil {
+	if m.Training, err = readTraining(src.training, m.OutputNames); err != nil {
 		return nil, err
 	}
-	input, inputDType, err := p.inputShape(entries, src.model, mf)
-	if err != nil {
-		return nil, err
-	}
-	trainable := mf.boolean("trainable", true)
-	if mf.err != nil {
-		return nil, fmt.Errorf("config.%w", mf.err)
-	}
-	m := &Model{Name: name, Loss: lossOf(src.training)}
-	seq := &nn.Sequential{Name: name, InputShape: tensor.Shape(input)}
-	cur := input
-	for _, e := range entries {
-		if e.class == "InputLayer" {
-			m.Layers = append(m.Layers, LayerInfo{Name: e.name, Class: e.written, Output: tensor.Shape(cur).Clone()})
-			continue
-		}
-		if err := p.checkBuildInput(e, cur); err != nil {
-			return nil, err
-		}
-		e.m = mapLayer(e.class, e.name, e.f, cur)
-		layerTrainable := e.f.boolean("trainable", true)
-		if e.f.err != nil {
-			return nil, p.layerErr(e.index, e.name, e.f.err)
-		}
-		info := LayerInfo{Name: e.name, Class: e.written, Output: tensor.Shape(e.m.out).Clone(), Params: e.m.params}
-		if trainable && layerTrainable {
-			info.TrainableParams = e.m.params - e.m.nonTrainable
-		}
-		if m.Params > maxElements-info.Params {
-			return nil, p.layerErr(e.index, e.name, errors.New("the model's parameters exceed 2^40"))
-		}
-		m.Params += info.Params
-		m.TrainableParams += info.TrainableParams
-		m.Layers = append(m.Layers, info)
-		seq.Layers = append(seq.Layers, e.m.layer)
-		cur = e.m.out
-	}
-	if len(seq.Layers) == 0 {
-		return nil, errors.New("the model has no layers besides its input")
-	}
-	first := firstLayer(entries)
-	switch {
-	case first.class == "Embedding":
-		seq.InputDType = tensor.Int32 // indices; nn.Embedding gathers with int32
-	case inputDType != "" && inputDType != "float32":
-		return nil, p.layerErr(0, entries[0].name, unsupportedError(fmt.Sprintf(
-			"input dtype %s feeds %s: only an Embedding takes integer input", inputDType, first.written)))
-	}
-	m.Sequential = seq
-	if err := p.crossCheck(m, entries); err != nil {
-		return nil, err
+	if m.Training != nil && len(m.Training.Losses) > 0 {
+		m.Loss = m.Training.Losses[0].Name
 	}
 	if err := p.checkManifest(m, src.manifest); err != nil {
 		return nil, err
@@ -266,23 +267,25 @@ func unpack(data []byte) ([]byte, error) {
 	return nil, errors.New("a zip archive without config.json: not a .keras model file")
 }
 
-// decode parses JSON keeping numbers exact (json.Number).
+// decode parses JSON keeping numbers exact (json.Number). A top-level JSON
+// string is decoded again: configs stored as a string inside JSON (HDF5
+// attributes dumped as text, json.dumps(model.to_json())).
 func decode(data []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("not valid JSON: it ends early, at byte %d", len(data))
-		}
-		return nil, fmt.Errorf("not valid JSON: %w", err)
+	v, err := decodeValue(data)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("not valid JSON: data after the top-level value at byte %d", dec.InputOffset())
+	for depth := 0; ; depth++ {
+		s, ok := v.(string)
+		if !ok {
+			break
+		}
+		if depth >= maxDepth {
+			return nil, fmt.Errorf("a JSON string nested more than %d times", maxDepth)
+		}
+		if v, err = decodeValue([]byte(s)); err != nil {
+			return nil, fmt.Errorf("the JSON string at the top: %w", err)
+		}
 	}
 	root, ok := v.(map[string]any)
 	if !ok {
@@ -291,9 +294,47 @@ func decode(data []byte) (map[string]any, error) {
 	return root, nil
 }
 
+func decodeValue(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("not valid JSON: it ends early, at byte %d", len(data))
+		}
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("not valid JSON: data after the top-level value at byte %d", dec.InputOffset())
+	}
+	return v, nil
+}
+
+// object returns v as a JSON object, decoding a JSON string that holds one
+// (a config stored as text inside the file).
+func object(v any, what string) (map[string]any, error) {
+	if s, ok := v.(string); ok {
+		d, err := decode([]byte(s))
+		if err != nil {
+			return nil, fmt.Errorf("%s (a JSON string): %w", what, err)
+		}
+		return d, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: want an object, got %s", what, describe(v))
+	}
+	return m, nil
+}
+
 // locate finds the Keras model config: the root itself (to_json), under
 // modelTopology (TensorFlow.js), under modelTopology.model_config or
-// model_config (converter and HDF5-attribute dumps).
+// model_config (converter and HDF5-attribute dumps). Each may be a JSON
+// string holding the object.
 func locate(root map[string]any) (source, error) {
 	var src source
 	top := root
@@ -301,9 +342,9 @@ func locate(root map[string]any) (source, error) {
 		if f, _ := root["format"].(string); f == "graph-model" {
 			return src, unsupportedError("a TensorFlow.js graph model holds ops, not Keras layers; convert the Keras model as a layers model")
 		}
-		t, ok := v.(map[string]any)
-		if !ok {
-			return src, fmt.Errorf("modelTopology: want an object, got %s", describe(v))
+		t, err := object(v, "modelTopology")
+		if err != nil {
+			return src, err
 		}
 		top = t
 		src.training = append(src.training, root["trainingConfig"], root["training_config"])
@@ -311,100 +352,125 @@ func locate(root map[string]any) (source, error) {
 	}
 	src.model = top
 	if v, ok := top["model_config"]; ok {
-		mc, ok := v.(map[string]any)
-		if !ok {
-			return src, fmt.Errorf("model_config: want an object, got %s", describe(v))
+		mc, err := object(v, "model_config")
+		if err != nil {
+			return src, err
 		}
 		src.model = mc
 	}
 	src.training = append(src.training, top["training_config"], src.model["training_config"],
 		src.model["compile_config"], root["compile_config"])
+	for i, t := range src.training {
+		if s, ok := t.(string); ok { // HDF5 attributes keep training_config as text
+			if d, err := decode([]byte(s)); err == nil {
+				src.training[i] = d
+			}
+		}
+	}
 	return src, nil
 }
 
-// sequentialConfig returns the model's name, its layer list and its config
-// fields (empty for a bare list).
-func sequentialConfig(model map[string]any) (string, []any, *fields, error) {
-	empty := &fields{m: map[string]any{}}
-	class, ok := model["class_name"].(string)
-	if !ok {
-		return "", nil, nil, errors.New("no Keras model config: want {\"class_name\": \"Sequential\", \"config\": ...} (model.to_json()) or a TensorFlow.js model.json with modelTopology")
-	}
-	if class != "Sequential" {
-		return "", nil, nil, unsupportedError(fmt.Sprintf("model class %s: only Sequential models are read (a %s model's layers form a graph, not a stack)", class, class))
-	}
-	switch c := model["config"].(type) {
-	case []any: // Keras 2.0: the config is the layer list
-		return "sequential", c, empty, nil
-	case map[string]any:
-		f := &fields{m: c}
-		name := f.str("name", "sequential")
-		if dt := dtypeName(f); dt != "" && dt != "float32" {
-			f.unsupported("model dtype %s is not supported: headroom reads float32 models and plans precision itself", dt)
-		}
-		layers, ok := c["layers"].([]any)
-		if !ok {
-			f.fail("config.layers: want a list of layers, got %s", describe(c["layers"]))
-		}
-		if f.err != nil {
-			return "", nil, nil, f.err
-		}
-		return name, layers, f, nil
-	}
-	return "", nil, nil, fmt.Errorf("config: want an object or a list of layers, got %s", describe(model["config"]))
+// entry is one element of a model's layer list, read but not yet mapped.
+type entry struct {
+	index       int
+	class, name string // class in its canonical spelling
+	written     string // class as written
+	f           *fields
+	raw         map[string]any
+	m           mapped
 }
 
-// entries reads the class, name and config of each layer.
-func (p *parser) entries(list []any) ([]*entry, error) {
-	if len(list) == 0 {
-		return nil, errors.New("the model has no layers")
+// readEntry reads the class, name and config of layer i of a list. In a
+// functional model the layer's own "name" key is what inbound nodes refer
+// to; the config's "name" is the fallback (and the only one in a
+// Sequential).
+func (p *parser) readEntry(i int, raw any) (*entry, error) {
+	p.layers++
+	if p.layers > maxLayers {
+		return nil, p.layerErr(i, "", fmt.Errorf("more than %d layers", maxLayers))
 	}
-	seen := map[string]int{}
-	out := make([]*entry, 0, len(list))
-	for i, raw := range list {
-		lm, ok := raw.(map[string]any)
-		if !ok {
-			return nil, p.layerErr(i, "", fmt.Errorf("want an object with class_name and config, got %s", describe(raw)))
+	lm, ok := raw.(map[string]any)
+	if !ok {
+		return nil, p.layerErr(i, "", fmt.Errorf("want an object with class_name and config, got %s", describe(raw)))
+	}
+	class, ok := lm["class_name"].(string)
+	if !ok {
+		return nil, p.layerErr(i, "", fmt.Errorf("class_name: want a string, got %s", describe(lm["class_name"])))
+	}
+	var conf map[string]any
+	switch c := lm["config"].(type) {
+	case map[string]any:
+		conf = c
+	case []any:
+		if class == "Sequential" { // Keras 2.0: a nested Sequential's config is its layer list
+			conf = map[string]any{"layers": c}
+			break
 		}
-		class, ok := lm["class_name"].(string)
-		if !ok {
-			return nil, p.layerErr(i, "", fmt.Errorf("class_name: want a string, got %s", describe(lm["class_name"])))
-		}
-		conf, ok := lm["config"].(map[string]any)
-		if !ok {
-			return nil, p.layerErr(i, "", fmt.Errorf("config: want an object, got %s", describe(lm["config"])))
-		}
-		e := &entry{index: i, written: class, class: class, f: &fields{m: conf}, raw: lm}
-		if a, ok := aliases[class]; ok {
-			e.class = a
-		}
+		return nil, p.layerErr(i, "", fmt.Errorf("config: want an object, got %s", describe(lm["config"])))
+	default:
+		return nil, p.layerErr(i, "", fmt.Errorf("config: want an object, got %s", describe(lm["config"])))
+	}
+	e := &entry{index: i, written: class, class: class, f: &fields{m: conf}, raw: lm}
+	if a, ok := aliases[class]; ok {
+		e.class = a
+	}
+	if n, ok := lm["name"].(string); ok && n != "" {
+		e.name = n
+	} else {
 		e.name = e.f.str("name", "")
-		if e.name == "" {
-			e.name = fmt.Sprintf("%s_%d", snake(e.class), i)
-		}
-		if e.f.err != nil {
-			return nil, p.layerErr(i, "", e.f.err)
-		}
-		if !isSupported(e.class) {
-			return nil, p.layerErr(i, e.name, unsupportedError(fmt.Sprintf("class %s is not supported; supported: %s",
-				class, strings.Join(Supported, ", "))))
-		}
-		if j, dup := seen[e.name]; dup {
-			return nil, p.layerErr(i, e.name, fmt.Errorf("name %q is already used by layer %d; nn names weights by layer", e.name, j))
-		}
-		seen[e.name] = i
-		if e.class == "InputLayer" && i > 0 {
-			return nil, p.layerErr(i, e.name, errors.New("an InputLayer may only come first in a Sequential model"))
-		}
-		if dt := dtypeName(e.f); e.class != "InputLayer" && dt != "" && dt != "float32" {
-			e.f.unsupported("dtype %s is not supported: headroom reads float32 models and plans precision itself", dt)
-		}
-		if e.f.err != nil {
-			return nil, p.layerErr(i, e.name, e.f.err)
-		}
-		out = append(out, e)
 	}
-	return out, nil
+	if e.name == "" {
+		e.name = fmt.Sprintf("%s_%d", snake(e.class), i)
+	}
+	if e.f.err != nil {
+		return nil, p.layerErr(i, "", e.f.err)
+	}
+	if strings.Contains(e.name, "/") {
+		return nil, p.layerErr(i, e.name, errors.New("a layer name with \"/\": headroom names weights \"<layer>/<weight>\""))
+	}
+	if err := refuse(e); err != nil {
+		return nil, p.layerErr(i, e.name, err)
+	}
+	if dt := dtypeName(e.f); e.class != "InputLayer" && dt != "" && dt != "float32" {
+		e.f.unsupported("dtype %s is not supported: headroom reads float32 models and plans precision itself", dt)
+	}
+	if e.f.err != nil {
+		return nil, p.layerErr(i, e.name, e.f.err)
+	}
+	return e, nil
+}
+
+// pythonOnly are Keras classes whose work is Python code or a lookup table
+// built from data in Python: a config cannot say what they compute.
+var pythonOnly = map[string]string{
+	"Lambda":             "it runs a Python function",
+	"TFOpLambda":         "it runs a TensorFlow op called from Python",
+	"SlicingOpLambda":    "it runs a TensorFlow slicing op called from Python",
+	"StringLookup":       "its vocabulary is a lookup table built in Python",
+	"IntegerLookup":      "its vocabulary is a lookup table built in Python",
+	"TextVectorization":  "its vocabulary and string processing run in Python",
+	"Hashing":            "it hashes strings in Python",
+	"CategoryEncoding":   "it encodes categories in Python",
+	"Discretization":     "its bin boundaries are built in Python",
+	"TorchModuleWrapper": "it wraps a PyTorch module",
+}
+
+// refuse returns the error for a class headroom cannot map: Python code,
+// custom classes, and classes without a layer yet, naming the class.
+func refuse(e *entry) error {
+	if why, ok := pythonOnly[e.class]; ok {
+		return unsupportedError(fmt.Sprintf("class %s is not supported: %s, which cannot run outside Python; rebuild the model without it", e.written, why))
+	}
+	if reg, _ := e.raw["registered_name"].(string); strings.Contains(reg, ">") && !strings.HasPrefix(reg, "keras") {
+		return unsupportedError(fmt.Sprintf("custom class %s (registered as %q) is not supported: its call() is Python code", e.written, reg))
+	}
+	if mod, _ := e.raw["module"].(string); mod != "" && !strings.HasPrefix(mod, "keras") && !strings.HasPrefix(mod, "tf_keras") {
+		return unsupportedError(fmt.Sprintf("custom class %s from module %q is not supported: its call() is Python code", e.written, mod))
+	}
+	if !isSupported(e.class) && !isModel(e.class) {
+		return unsupportedError(fmt.Sprintf("class %s is not supported yet; supported: %s", e.written, strings.Join(Supported, ", ")))
+	}
+	return nil
 }
 
 func isSupported(class string) bool {
@@ -416,9 +482,7 @@ func isSupported(class string) bool {
 	return false
 }
 
-func firstLayer(entries []*entry) *entry {
-	if entries[0].class == "InputLayer" && len(entries) > 1 {
-		return entries[1]
-	}
-	return entries[0]
+// isModel reports whether class is a model nested as a layer.
+func isModel(class string) bool {
+	return class == "Sequential" || class == "Functional" || class == "Model"
 }

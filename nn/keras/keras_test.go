@@ -161,7 +161,8 @@ func TestMapping(t *testing.T) {
 		&nn.Pool2D{LayerName: "max_pooling2d_3", Max: true, Pool: [2]int{3, 3}, Strides: [2]int{2, 2}, Same: true},
 		&nn.GlobalAveragePooling2D{LayerName: "global_average_pooling2d"},
 		&nn.Dropout{LayerName: "dropout_5", Rate: 0.3},
-		&nn.Dense{LayerName: "dense_8", Units: 10, Activation: "softmax"},
+		// trainable=false: frozen (its weights are not trained)
+		&frozen{inner: &nn.Dense{LayerName: "dense_8", Units: 10, Activation: "softmax"}},
 	}
 	if len(m.Sequential.Layers) != len(want) {
 		t.Fatalf("nn layers: got %d, want %d", len(m.Sequential.Layers), len(want))
@@ -215,7 +216,8 @@ func TestErrors(t *testing.T) {
 		{"trailing data", seq(input28, flat28) + `]`, -1, false, "after the top-level value"},
 		{"array at top", `[1, 2]`, -1, false, "want a JSON object"},
 		{"no model", `{"a": 1}`, -1, false, "no Keras model config"},
-		{"functional", `{"class_name": "Functional", "config": {"layers": []}}`, -1, true, "only Sequential"},
+		{"subclassed", `{"class_name": "MyModel", "config": {"layers": []}}`, -1, true, "model class MyModel is not supported"},
+		{"functional without layers", `{"class_name": "Functional", "config": {"layers": []}}`, -1, false, "config.layers: want a list of layers"},
 		{"graph model", `{"format": "graph-model", "modelTopology": {}}`, -1, true, "graph model"},
 		{"hdf5", "\x89HDF\r\n\x1a\n\x00\x00", -1, true, "HDF5"},
 		{"zip without config", "PK\x03\x04garbage", -1, false, "zip archive"},
@@ -226,8 +228,12 @@ func TestErrors(t *testing.T) {
 		{"input only", seq(input28), -1, false, "no layers besides its input"},
 		{"layer not an object", seq(input28, `7`), 1, false, "want an object"},
 		{"no class name", seq(input28, `{"config": {}}`), 1, false, "class_name"},
-		{"lstm", seq(input28, flat28, layer("LSTM", `"name": "lstm_1", "units": 4`)), 2, true,
-			"layer 2 (lstm_1): class LSTM is not supported; supported: InputLayer, Dense, Conv2D"},
+		{"not yet", seq(input28, flat28, layer("ConvLSTM2D", `"name": "conv_lstm", "filters": 4`)), 2, true,
+			"layer 2 (conv_lstm): class ConvLSTM2D is not supported yet; supported: InputLayer, Dense, Conv2D"},
+		{"lambda", seq(input28, layer("Lambda", `"name": "scale", "function": "abc"`)), 1, true,
+			"layer 1 (scale): class Lambda is not supported: it runs a Python function, which cannot run outside Python"},
+		{"custom keras 3", seq(input28, `{"module": "my_layers", "class_name": "Gate", "config": {"name": "gate"}, "registered_name": "Custom>Gate"}`), 1, true,
+			"layer 1 (gate): custom class Gate (registered as \"Custom>Gate\") is not supported"},
 		{"duplicate name", seq(input28, flat28, layer("Dense", `"name": "flatten", "units": 3`)), 2, false, "already used by layer 1"},
 		{"input layer later", seq(layer("Dense", `"name": "d", "units": 3, "batch_input_shape": [null, 4]`), input28), 1, false, "only come first"},
 		{"no input shape", seq(flat28, dense10), -1, false, "no input shape"},

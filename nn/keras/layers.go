@@ -2,17 +2,19 @@ package keras
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/nn"
 )
 
-// Supported lists the Keras layer classes Parse maps, in the order the
-// issue names them.
+// Supported lists the Keras layer classes Parse maps (besides nested
+// models: Sequential, Functional, Model).
 var Supported = []string{"InputLayer", "Dense", "Conv2D", "MaxPooling2D", "AveragePooling2D",
 	"GlobalAveragePooling2D", "Flatten", "Dropout", "BatchNormalization", "LayerNormalization",
-	"Activation", "ReLU", "Embedding"}
+	"Activation", "ReLU", "Embedding",
+	"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}
 
 // aliases are other spellings Keras accepts for the same classes.
 var aliases = map[string]string{
@@ -21,19 +23,81 @@ var aliases = map[string]string{
 	"GlobalAvgPool2D": "GlobalAveragePooling2D",
 }
 
-// mapped is one Keras layer read and checked: its nn layer (nil for an
-// InputLayer), and the output shape and parameter counts that Keras'
-// own arithmetic gives, which Parse cross-checks against the built model.
+// mapped is one Keras layer call read and checked: its nn layer (an
+// nn.Layer or nn.MultiLayer; nil for an InputLayer), and the output shapes
+// and parameter counts that Keras' own arithmetic gives, which Parse
+// cross-checks against the built model.
 type mapped struct {
-	layer        nn.Layer
-	out          []int // per example, no batch
-	params       int   // every weight, as "Total params"
-	nonTrainable int   // BatchNormalization's moving statistics
+	layer        any
+	out          []int   // per example, no batch: the first output
+	outs         [][]int // every output (set from out for one-output layers)
+	feed         []arg   // the nn layer's inputs in order; nil: the positional ones
+	params       int     // every weight, as "Total params"
+	nonTrainable int     // BatchNormalization's moving statistics
 }
 
-// mapLayer maps one Keras layer of class (canonical spelling) with input in
-// (per example) onto nn. Problems are recorded on f.
-func mapLayer(class, name string, f *fields, in []int) mapped {
+// arg names one tensor argument of a call: positional argument pos, or
+// the tensor of keyword argument key.
+type arg struct {
+	pos int
+	key string
+}
+
+// callIn is what one call of a layer takes: the shapes (per example) of its
+// positional tensor arguments, those of its keyword tensor arguments, and
+// its other keyword arguments (nil for a layer of a Sequential).
+type callIn struct {
+	shapes [][]int
+	named  map[string][][]int
+	kw     *fields
+}
+
+// one returns the single input of a one-input layer.
+func (in callIn) one(f *fields, class string) ([]int, bool) {
+	if len(in.named) != 0 {
+		var keys []string
+		for k := range in.named {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		f.unsupported("keyword tensor arguments (%s) are not supported for %s", strings.Join(keys, ", "), class)
+		return nil, false
+	}
+	if len(in.shapes) != 1 {
+		n := len(in.shapes)
+		for _, s := range in.named {
+			n += len(s)
+		}
+		f.fail("%s takes one input tensor, got %d", class, n)
+		return nil, false
+	}
+	return in.shapes[0], true
+}
+
+// mapLayer maps one call of a Keras layer of class (canonical spelling)
+// onto nn. Problems are recorded on f.
+func mapLayer(class, name string, f *fields, in callIn) mapped {
+	var m mapped
+	if mm, ok := multiMapper(class); ok {
+		m = mm(name, f, in)
+	} else {
+		x, ok := in.one(f, class)
+		if !ok {
+			return mapped{}
+		}
+		m = mapSingle(class, name, f, x)
+	}
+	if m.outs == nil && m.out != nil {
+		m.outs = [][]int{m.out}
+	}
+	if m.out == nil && len(m.outs) > 0 {
+		m.out = m.outs[0]
+	}
+	return m
+}
+
+// mapSingle maps a one-input, one-output layer with input in (per example).
+func mapSingle(class, name string, f *fields, in []int) mapped {
 	switch class {
 	case "Dense":
 		return dense(name, f, in)
