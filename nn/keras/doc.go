@@ -77,26 +77,46 @@
 // with the file.
 //
 //	Dense                   nn.Dense (units, activation, use_bias, kernel_initializer)
-//	Conv2D                  nn.Conv2D (filters, kernel_size, strides, padding, activation, use_bias)
+//	Conv2D                  nn.Conv2D (filters, kernel_size, strides, padding, dilation_rate, groups, activation, use_bias)
+//	DepthwiseConv2D         nn.DepthwiseConv2D (kernel_size, strides, padding, depth_multiplier, dilation_rate)
+//	SeparableConv2D         nn.SeparableConv2D (filters, kernel_size, strides, padding, depth_multiplier, dilation_rate)
+//	Conv2DTranspose         nn.Conv2DTranspose (filters, kernel_size, strides, padding, output_padding, dilation_rate)
 //	MaxPooling2D            nn.Pool2D{Max: true} (pool_size, strides, null strides = pool_size, padding)
 //	AveragePooling2D        nn.Pool2D
 //	GlobalAveragePooling2D  nn.GlobalAveragePooling2D
-//	Flatten                 nn.Flatten
-//	Dropout                 nn.Dropout (rate)
-//	BatchNormalization      nn.BatchNormalization (momentum, epsilon)
+//	GlobalMaxPooling2D      nn.GlobalMaxPooling2D (keepdims)
+//	UpSampling2D            nn.UpSampling2D (size, interpolation nearest or bilinear)
+//	ZeroPadding2D, Cropping2D  nn.ZeroPadding2D, nn.Cropping2D (n, (h, w) or ((top, bottom), (left, right)))
+//	Flatten, Reshape, Permute, RepeatVector  nn.Flatten, nn.Reshape (target_shape, one -1), nn.Permute (dims), nn.RepeatVector (n)
+//	Dropout, SpatialDropout2D  nn.Dropout, nn.SpatialDropout2D (rate)
+//	BatchNormalization      nn.BatchNormalization (momentum, epsilon, scale, center)
 //	LayerNormalization      nn.LayerNormalization (epsilon)
-//	Activation              nn.Activation
-//	ReLU                    nn.Activation "relu"
+//	Rescaling, Normalization  nn.Rescaling (scale, offset), nn.Normalization (mean and variance: constants; absent: weights, 2·C + 1 params)
+//	Activation              nn.Activation (every name nn.Activations lists)
+//	ReLU                    nn.Activation "relu", or nn.ReLU with max_value, negative_slope, threshold
+//	LeakyReLU, ELU, PReLU   nn.LeakyReLU (alpha or negative_slope), nn.ELU (alpha), nn.PReLU (shared_axes)
+//	Softmax                 nn.Activation "softmax" over the last axis, else nn.Softmax (axis)
 //	Embedding               nn.Embedding (input_dim, output_dim); a Sequential's input becomes int32
 //	Add, Subtract, Multiply nn.Add, nn.Subtract, nn.Multiply (inputs of one rank, sizes of 1 broadcast)
 //	Average, Maximum, Minimum  nn.Average, nn.Maximum, nn.Minimum
 //	Concatenate             nn.Concatenate (axis, counting the batch)
 //	Dot                     nn.Dot (axes, normalize) over inputs of rank 2 or 3 (batch included)
+//	MultiHeadAttention      nn.MultiHeadAttention (num_heads, key_dim, value_dim, output_shape, dropout, use_bias; the call's
+//	                        value, key, attention_mask, use_causal_mask, return_attention_scores)
+//	LSTM, GRU, SimpleRNN    nn.LSTM, nn.GRU (reset_after), nn.SimpleRNN (units, activations, return_sequences,
+//	                        return_state, go_backwards, dropouts, unit_forget_bias; initial states as inputs)
+//	Bidirectional           nn.Bidirectional (merge_mode concat, sum, mul, ave or null)
+//	Conv1D                  nn.Conv1D (filters, kernel_size, strides, padding valid, same or causal)
+//	MaxPooling1D, AveragePooling1D  nn.Pool1D; GlobalAveragePooling1D, GlobalMaxPooling1D  nn.GlobalPooling1D
+//	TimeDistributed         nn.TimeDistributed of a one-input layer (named as the wrapper, as Keras 2 names its weights)
+//	PositionEmbedding, SinePositionEncoding  keras_hub's, as nn's
 //	Sequential, Functional, Model   nested nn.Functional
 //
-// Activations are linear, relu, sigmoid, tanh, softmax and gelu, written as
-// a name or as a serialized function object ({"class_name": "function",
-// "config": "relu"}). padding is "valid" or "same". A normalization's axis
+// Activations are the names nn.Activations lists, written as a name or as
+// a serialized function object ({"class_name": "function", "config":
+// "relu"}); a Keras 2 or TensorFlow.js file's hard_sigmoid is Keras 2's
+// clip(0.2·x + 0.5, 0, 1), a Keras 3 file's relu6(x + 3)/6 (a file says
+// which by its keras_version; Keras 3 configs have none). padding is "valid" or "same". A normalization's axis
 // may be written as an int or a list and counts the batch dimension (for
 // NHWC input 3, [3] and -1 all name the channels). Kernel initializers
 // glorot_uniform, he_normal, zeros, ones, constant and random_uniform map to
@@ -180,20 +200,27 @@
 //     Discretization (tables built in Python), custom classes (a
 //     registered_name such as "Custom>Gate", a module outside keras), and a
 //     subclassed model's class: a config cannot say what they compute.
-//   - Layer classes without an nn layer yet: "class X is not supported
-//     yet".
+//   - Layer classes without an nn layer yet (ConvLSTM2D, Conv3D,
+//     CuDNNLSTM, whose biases differ from LSTM's, ...): "class X is not
+//     supported yet".
 //   - data_format "channels_first": headroom is NHWC, Keras' default.
-//   - Conv2D dilation_rate other than 1 and groups other than 1; padding
-//     other than valid/same: nn's convolution has neither.
+//   - padding other than valid/same (causal on Conv1D); dilation_rate and
+//     strides both above 1 (Keras refuses it too); Conv1D's dilation_rate
+//     and groups.
 //   - BatchNormalization or LayerNormalization over an axis other than the
-//     last, or several axes; center=false or scale=false (nn always learns
-//     gamma and beta, so the count would differ); renorm,
-//     virtual_batch_size, adjustment, rms_scaling; a momentum outside (0, 1)
-//     or an epsilon that is not positive (nn reads zero as "use the
-//     default").
-//   - ReLU with max_value, negative_slope or threshold; activations nn lacks
-//     (swish, elu, ...); Dropout with noise_shape; GlobalAveragePooling2D
-//     with keepdims; Embedding with lora_rank.
+//     last, or several axes; LayerNormalization's center=false or
+//     scale=false; renorm, virtual_batch_size, adjustment, rms_scaling; a
+//     momentum outside (0, 1) or an epsilon that is not positive (nn reads
+//     zero as "use the default").
+//   - Activations nn lacks; Dropout with noise_shape;
+//     GlobalAveragePooling2D and the 1-D global poolings with keepdims;
+//     Embedding with lora_rank; UpSampling2D interpolations but nearest and
+//     bilinear; Normalization over another axis than the last.
+//   - Recurrent layers with stateful=true or time_major=true, or called
+//     with a mask; Bidirectional with a backward_layer of its own or over
+//     another layer than LSTM, GRU, SimpleRNN; MultiHeadAttention over
+//     other axes than time (attention_axes), with query/value/key masks
+//     (an attention_mask is read).
 //   - Elementwise merges of inputs of different ranks (Keras broadcasts
 //     from the first axis, nn from the last); Concatenate along the batch;
 //     tensors passed as keyword arguments to a layer that takes none (a

@@ -25,6 +25,9 @@ const (
 type fields struct {
 	m   map[string]any
 	err error
+	// keras2 is set for configs Keras 2 (or TensorFlow.js) wrote: the few
+	// names whose meaning changed in Keras 3 (hard_sigmoid) read as Keras 2's.
+	keras2 bool
 }
 
 func (f *fields) fail(format string, args ...any) {

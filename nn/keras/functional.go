@@ -197,7 +197,7 @@ func (p *parser) readInput(l *fnLayer) error {
 	dt := tensor.Float32
 	switch name := dtypeName(l.f); name {
 	case "", "float32":
-	case "int32", "int64", "uint8", "int16", "int8", "uint16", "uint32":
+	case "int32", "int64", "uint8", "int16", "int8", "uint16", "uint32", "bool":
 		dt = tensor.Int32
 	default:
 		return p.layerErr(l.index, l.nnName, unsupportedError(fmt.Sprintf("input dtype %s is not supported: headroom reads float32 models (or integer indices into an Embedding)", name)))
@@ -332,7 +332,7 @@ func (p *parser) callOutputs(g *fnModel, l *fnLayer, k int) ([]*value, error) {
 	in := callIn{named: map[string][][]int{}, kw: &fields{m: cs.kw}}
 	var args []*value
 	named := map[string][]*value{}
-	var dtypes []tensor.DType
+	var dtypes []tensor.DType // of the positional tensors
 	for _, r := range cs.args {
 		v, err := p.resolve(g, r, l.index, l.nnName)
 		if err != nil {
@@ -350,7 +350,6 @@ func (p *parser) callOutputs(g *fnModel, l *fnLayer, k int) ([]*value, error) {
 			}
 			named[key] = append(named[key], v)
 			in.named[key] = append(in.named[key], v.shape)
-			dtypes = append(dtypes, v.dtype)
 		}
 	}
 	var m mapped
@@ -429,8 +428,8 @@ func feed(order []arg, args []*value, named map[string][]*value) ([]*nn.Tensor, 
 	var xs []*nn.Tensor
 	for _, a := range order {
 		switch {
-		case a.key != "" && len(named[a.key]) == 1:
-			xs = append(xs, named[a.key][0].t)
+		case a.key != "" && a.pos < len(named[a.key]):
+			xs = append(xs, named[a.key][a.pos].t)
 		case a.key == "" && a.pos < len(args):
 			xs = append(xs, args[a.pos].t)
 		default:

@@ -176,8 +176,9 @@ func Parse(data []byte, name string) (*Model, error) {
 
 type parser struct {
 	file   string
-	layers int // layers read so far, nested models included
-	depth  int // models nested around the one being read
+	layers int  // layers read so far, nested models included
+	depth  int  // models nested around the one being read
+	keras2 bool // written by Keras 2 or TensorFlow.js
 }
 
 func (p *parser) layerErr(i int, name string, err error) error {
@@ -186,6 +187,7 @@ func (p *parser) layerErr(i int, name string, err error) error {
 
 // source is where the model config sits in the file.
 type source struct {
+	version  string // keras_version, where the file gives it
 	model    map[string]any
 	training []any // candidate training/compile configs, first with a loss or optimizer wins
 	manifest any   // TensorFlow.js weightsManifest, nil when absent
@@ -204,6 +206,12 @@ func (p *parser) parse(data []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if v, ok := src.model["keras_version"].(string); ok && src.version == "" {
+		src.version = v
+	}
+	// Keras 2 and TensorFlow.js (tfjs-layers versions) give a version;
+	// Keras 3 writes it beside config.json, in metadata.json
+	p.keras2 = src.version != "" && !strings.HasPrefix(src.version, "3")
 	class, ok := src.model["class_name"].(string)
 	if !ok {
 		return nil, errors.New("no Keras model config: want {\"class_name\": \"Sequential\" or \"Functional\", \"config\": ...} (model.to_json()) or a TensorFlow.js model.json with modelTopology")
@@ -351,6 +359,11 @@ func locate(root map[string]any) (source, error) {
 		src.manifest = root["weightsManifest"]
 	}
 	src.model = top
+	for _, m := range []map[string]any{root, top} {
+		if v, ok := m["keras_version"].(string); ok && src.version == "" {
+			src.version = v
+		}
+	}
 	if v, ok := top["model_config"]; ok {
 		mc, err := object(v, "model_config")
 		if err != nil {
@@ -410,7 +423,7 @@ func (p *parser) readEntry(i int, raw any) (*entry, error) {
 	default:
 		return nil, p.layerErr(i, "", fmt.Errorf("config: want an object, got %s", describe(lm["config"])))
 	}
-	e := &entry{index: i, written: class, class: class, f: &fields{m: conf}, raw: lm}
+	e := &entry{index: i, written: class, class: class, f: &fields{m: conf, keras2: p.keras2}, raw: lm}
 	if a, ok := aliases[class]; ok {
 		e.class = a
 	}

@@ -2,6 +2,7 @@ package keras
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,16 +12,27 @@ import (
 
 // Supported lists the Keras layer classes Parse maps (besides nested
 // models: Sequential, Functional, Model).
-var Supported = []string{"InputLayer", "Dense", "Conv2D", "MaxPooling2D", "AveragePooling2D",
+var Supported = slices.Concat([]string{"InputLayer", "Dense", "Conv2D", "MaxPooling2D", "AveragePooling2D",
 	"GlobalAveragePooling2D", "Flatten", "Dropout", "BatchNormalization", "LayerNormalization",
 	"Activation", "ReLU", "Embedding",
-	"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}
+	"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}, visionClasses, sequenceClasses)
 
 // aliases are other spellings Keras accepts for the same classes.
 var aliases = map[string]string{
-	"MaxPool2D":       "MaxPooling2D",
-	"AvgPool2D":       "AveragePooling2D",
-	"GlobalAvgPool2D": "GlobalAveragePooling2D",
+	"MaxPool2D":              "MaxPooling2D",
+	"AvgPool2D":              "AveragePooling2D",
+	"GlobalAvgPool2D":        "GlobalAveragePooling2D",
+	"GlobalMaxPool2D":        "GlobalMaxPooling2D",
+	"Convolution2D":          "Conv2D",
+	"Convolution2DTranspose": "Conv2DTranspose",
+	"Deconvolution2D":        "Conv2DTranspose",
+	"SeparableConvolution2D": "SeparableConv2D",
+	"DepthwiseConvolution2D": "DepthwiseConv2D",
+	"Convolution1D":          "Conv1D",
+	"MaxPool1D":              "MaxPooling1D",
+	"AvgPool1D":              "AveragePooling1D",
+	"GlobalAvgPool1D":        "GlobalAveragePooling1D",
+	"GlobalMaxPool1D":        "GlobalMaxPooling1D",
 }
 
 // mapped is one Keras layer call read and checked: its nn layer (an
@@ -141,12 +153,15 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 		}
 		return mapped{layer: &nn.Activation{LayerName: name, Fn: activation(f)}, out: in}
 	case "ReLU":
-		if f.has("max_value") || f.float("negative_slope", 0) != 0 || f.float("threshold", 0) != 0 {
-			f.unsupported("ReLU with max_value, negative_slope or threshold is not supported: nn has the plain relu only")
-		}
-		return mapped{layer: &nn.Activation{LayerName: name, Fn: "relu"}, out: in}
+		return relu(name, f, in)
 	case "Embedding":
 		return embedding(name, f, in)
+	}
+	if m, ok := visionMapper(class); ok {
+		return m(name, f, in)
+	}
+	if m, ok := sequenceMapper(class); ok {
+		return m(name, f, in)
 	}
 	f.fail("internal: no mapping for class %s", class)
 	return mapped{}
@@ -180,32 +195,41 @@ func dense(name string, f *fields, in []int) mapped {
 	}
 }
 
-// conv2D: x [H, W, C] -> [OH, OW, filters]; kernel [KH, KW, C, filters]
-// (HWIO), bias [filters].
+// conv2D: x [H, W, C] -> [OH, OW, filters]; kernel [KH, KW, C/groups,
+// filters] (HWIO), bias [filters]. A dilated kernel spans
+// KH + (KH-1)·(dilation-1) rows.
 func conv2D(name string, f *fields, in []int) mapped {
 	filters := f.positive("filters", 0, true)
 	kernel := f.pair("kernel_size", [2]int{}, true)
 	strides := f.pair("strides", [2]int{1, 1}, false)
 	same := padding(f)
 	channelsLast(f)
-	if d := f.pair("dilation_rate", [2]int{1, 1}, false); d != [2]int{1, 1} {
-		f.unsupported("dilation_rate %v is not supported: nn.Conv2D has dilation 1", d)
-	}
-	if g := f.positive("groups", 1, false); g != 1 {
-		f.unsupported("groups=%d is not supported: nn.Conv2D has one group", g)
-	}
+	dil := f.pair("dilation_rate", [2]int{1, 1}, false)
+	groups := f.positive("groups", 1, false)
 	act := activation(f)
 	bias := f.boolean("use_bias", true)
 	if f.err != nil {
 		return mapped{}
 	}
-	oh, ow, ok := windowed(f, "Conv2D", in, kernel, strides, same)
+	if dil != [2]int{1, 1} && strides != [2]int{1, 1} {
+		f.fail("dilation_rate %v with strides %v: Keras allows one of them above 1, not both", dil, strides)
+		return mapped{}
+	}
+	if len(in) != 3 {
+		f.fail("Conv2D needs an input of rank 3 (height, width, channels), got %v", in)
+		return mapped{}
+	}
+	if in[2]%groups != 0 || filters%groups != 0 {
+		f.fail("groups=%d must divide the input channels %d and the filters %d", groups, in[2], filters)
+		return mapped{}
+	}
+	oh, ow, ok := windowed(f, "Conv2D", in, dilated(kernel, dil), strides, same)
 	if !ok {
 		return mapped{}
 	}
-	params, err := mulAll(kernel[0], kernel[1], in[2], filters)
+	params, err := mulAll(kernel[0], kernel[1], in[2]/groups, filters)
 	if err != nil {
-		f.fail("kernel %dx%dx%dx%d: %v", kernel[0], kernel[1], in[2], filters, err)
+		f.fail("kernel %dx%dx%dx%d: %v", kernel[0], kernel[1], in[2]/groups, filters, err)
 		return mapped{}
 	}
 	if bias {
@@ -215,12 +239,20 @@ func conv2D(name string, f *fields, in []int) mapped {
 	if err := checkSize(out); err != nil {
 		f.fail("output %v: %v", out, err)
 	}
-	return mapped{
-		layer: &nn.Conv2D{LayerName: name, Filters: filters, Kernel: kernel, Strides: strides, Same: same,
-			Activation: act, NoBias: !bias, KernelInit: initializer(f, "kernel_initializer")},
-		out:    out,
-		params: params,
+	l := &nn.Conv2D{LayerName: name, Filters: filters, Kernel: kernel, Strides: strides, Same: same,
+		Activation: act, NoBias: !bias, KernelInit: initializer(f, "kernel_initializer")}
+	if dil != [2]int{1, 1} {
+		l.DilationRate = dil
 	}
+	if groups != 1 {
+		l.Groups = groups
+	}
+	return mapped{layer: l, out: out, params: params}
+}
+
+// dilated returns the extent of a kernel with the given dilation.
+func dilated(k, d [2]int) [2]int {
+	return [2]int{k[0] + (k[0]-1)*(d[0]-1), k[1] + (k[1]-1)*(d[1]-1)}
 }
 
 // pool2D: x [H, W, C] -> [OH, OW, C]; strides default to the pool size.
@@ -268,7 +300,7 @@ func batchNorm(name string, f *fields, in []int) mapped {
 	if !(eps > 0) {
 		f.unsupported("epsilon %v is not supported: nn.BatchNormalization takes a positive epsilon", eps)
 	}
-	affine(f, "BatchNormalization")
+	scale, center := f.boolean("scale", true), f.boolean("center", true)
 	if f.boolean("renorm", false) {
 		f.unsupported("renorm=true is not supported by nn.BatchNormalization")
 	}
@@ -279,8 +311,15 @@ func batchNorm(name string, f *fields, in []int) mapped {
 		f.unsupported("adjustment is not supported by nn.BatchNormalization")
 	}
 	c := in[len(in)-1]
-	return mapped{layer: &nn.BatchNormalization{LayerName: name, Momentum: mom, Epsilon: eps},
-		out: in, params: 4 * c, nonTrainable: 2 * c}
+	affine := 0
+	if scale {
+		affine += c
+	}
+	if center {
+		affine += c
+	}
+	return mapped{layer: &nn.BatchNormalization{LayerName: name, Momentum: mom, Epsilon: eps, NoScale: !scale, NoCenter: !center},
+		out: in, params: affine + 2*c, nonTrainable: 2 * c}
 }
 
 // layerNorm: gamma, beta [channels], normalizing the last axis of each example.
@@ -376,10 +415,14 @@ func channelsLast(f *fields) {
 
 // activation reads "activation": a name, or a dict form ({"class_name":
 // "function", "config": "relu"}, {"class_name": "ReLU", "config": {...}}).
-func activation(f *fields) string {
-	v, ok := f.get("activation")
+func activation(f *fields) string { return activationOf(f, "activation", "linear") }
+
+// activationOf reads the activation under key (def when absent). Keras 2's
+// hard_sigmoid (clip(0.2·x + 0.5, 0, 1)) is not Keras 3's (relu6(x + 3)/6).
+func activationOf(f *fields, key, def string) string {
+	v, ok := f.get(key)
 	if !ok {
-		return "linear"
+		return def
 	}
 	name := ""
 	switch t := v.(type) {
@@ -393,18 +436,21 @@ func activation(f *fields) string {
 		}
 	}
 	if name == "" {
-		f.fail("activation: want a name such as \"relu\", got %s", describe(v))
-		return "linear"
+		f.fail("%s: want a name such as \"relu\", got %s", key, describe(v))
+		return def
 	}
 	// Keras 2 serializes some functions with their module path.
 	name = strings.TrimPrefix(strings.TrimPrefix(name, "keras.activations."), "tf.keras.activations.")
+	if name == "hard_sigmoid" && f.keras2 {
+		name = "hard_sigmoid_keras2"
+	}
 	for _, a := range nn.Activations {
 		if name == a {
 			return name
 		}
 	}
-	f.unsupported("activation %q is not supported; supported: %s", name, strings.Join(nn.Activations, ", "))
-	return "linear"
+	f.unsupported("%s %q is not supported; supported: %s", key, name, strings.Join(nn.Activations, ", "))
+	return def
 }
 
 // initializer maps a Keras kernel initializer onto nn's. Those nn lacks

@@ -18,7 +18,7 @@ func multiMapper(class string) (func(name string, f *fields, in callIn) mapped, 
 	case "Dot":
 		return dot, true
 	}
-	return nil, false
+	return sequenceMulti(class)
 }
 
 // mergeKinds are the elementwise merge layers and the nn layer of each.
