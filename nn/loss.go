@@ -7,6 +7,15 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
+// OutputLoss is the loss of one model output (its index among the model's
+// outputs) and its weight in the total loss (0: 1), as Keras'
+// compile(loss=[...], loss_weights=[...]) pairs them.
+type OutputLoss struct {
+	Output int
+	Loss   Loss
+	Weight float64
+}
+
 // Loss turns a model's output and the labels into one loss per example;
 // the step averages them over the batch (Keras' sum_over_batch_size).
 type Loss interface {

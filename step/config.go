@@ -51,12 +51,10 @@ type Config struct {
 	Extra []Transform
 }
 
-// OutputLoss is the loss of one model output and its weight in the total.
-type OutputLoss struct {
-	Output int
-	Loss   nn.Loss
-	Weight float64 // 0: 1
-}
+// OutputLoss is the loss of one model output and its weight in the total
+// (nn.OutputLoss: model readers such as nn/keras return it without
+// importing the step builder).
+type OutputLoss = nn.OutputLoss
 
 // Precisions are the precision policies a step can be built with.
 var Precisions = []string{"float32", "mixed_bfloat16", "mixed_float16"}

@@ -83,3 +83,20 @@ func (t *Trainer) broadcastWeights() error {
 	}
 	return nil
 }
+
+// SetWeight writes w into the model variable name (a weight from a file
+// of another framework, before training starts). The variable must exist
+// with w's dtype and shape.
+func (t *Trainer) SetWeight(name string, w tensor.Tensor) error {
+	v, ok := t.engine.Variable(name)
+	if !ok {
+		return fmt.Errorf("the model has no variable %s", name)
+	}
+	if v.DType != w.DType() || !v.Shape.Equal(w.Shape()) {
+		return fmt.Errorf("variable %s is %s%v, the weight %s%v", name, v.DType, v.Shape, w.DType(), w.Shape())
+	}
+	if err := v.Write(w.Bytes()); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return nil
+}

@@ -168,7 +168,7 @@ func (o *options) kerasStart(w io.Writer, t *train.Trainer) error {
 	if !o.kerasWeights {
 		return nil
 	}
-	if err := keras.LoadWeights(o.keras, o.kf.m, t.Engine()); err != nil {
+	if err := keras.LoadWeights(o.keras, o.kf.m, t.SetWeight); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "weights from %s's weightsManifest\n", o.keras)

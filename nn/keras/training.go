@@ -7,7 +7,6 @@ import (
 
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
-	"github.com/headroom-ml/headroom/step"
 )
 
 // Training is what a file's training configuration asks for: Keras'
@@ -298,14 +297,15 @@ func NNLoss(name string) (nn.Loss, error) {
 	return nil, unsupportedError(fmt.Sprintf("loss %s is not supported; supported: sparse_categorical_crossentropy, categorical_crossentropy (trained as the sparse form on class labels), binary_crossentropy, mse", name))
 }
 
-// StepLosses returns the file's losses as the step builder takes them (nil
+// StepLosses returns the file's losses as the step builder takes them
+// (step.OutputLoss is nn.OutputLoss; nil
 // when the file names none: the builder's default, sparse categorical
 // cross-entropy on the first output).
-func (t *Training) StepLosses() ([]step.OutputLoss, error) {
+func (t *Training) StepLosses() ([]nn.OutputLoss, error) {
 	if t == nil {
 		return nil, nil
 	}
-	var out []step.OutputLoss
+	var out []nn.OutputLoss
 	for _, l := range t.Losses {
 		switch l.Reduction {
 		case "", "auto", "sum_over_batch_size":
@@ -316,7 +316,7 @@ func (t *Training) StepLosses() ([]step.OutputLoss, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, step.OutputLoss{Output: l.Output, Loss: nl, Weight: l.Weight})
+		out = append(out, nn.OutputLoss{Output: l.Output, Loss: nl, Weight: l.Weight})
 	}
 	return out, nil
 }

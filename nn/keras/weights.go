@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -47,10 +46,11 @@ func ReadWeights(path string, m *Model) (map[string]tensor.Tensor, error) {
 }
 
 // LoadWeights reads the TensorFlow.js weights of the model.json at path
-// (ReadWeights) and writes them into e's variables of the same names: the
-// engine of a trainer built for m (train.New), before it trains, so that
-// a TensorFlow.js model is fine-tuned from its weights.
-func LoadWeights(path string, m *Model, e *runtime.Engine) error {
+// (ReadWeights) and hands each to write in the order of their names: with
+// a trainer's SetWeight (train.Trainer, built for m), before it trains, a
+// TensorFlow.js model is fine-tuned from its weights. An error of write
+// is returned naming the file.
+func LoadWeights(path string, m *Model, write func(name string, w tensor.Tensor) error) error {
 	ws, err := ReadWeights(path, m)
 	if err != nil {
 		return err
@@ -61,16 +61,8 @@ func LoadWeights(path string, m *Model, e *runtime.Engine) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		v, ok := e.Variable(n)
-		if !ok {
-			return &Error{File: path, Index: -1, Err: fmt.Errorf("the engine has no variable %s: build it for this model", n)}
-		}
-		w := ws[n]
-		if v.DType != tensor.Float32 || !v.Shape.Equal(w.Shape()) {
-			return &Error{File: path, Index: -1, Err: fmt.Errorf("variable %s is %s%v, the weight float32%v", n, v.DType, v.Shape, w.Shape())}
-		}
-		if err := v.Write(w.Bytes()); err != nil {
-			return &Error{File: path, Index: -1, Err: fmt.Errorf("writing %s: %w", n, err)}
+		if err := write(n, ws[n]); err != nil {
+			return &Error{File: path, Index: -1, Err: err}
 		}
 	}
 	return nil
