@@ -86,9 +86,13 @@ func TestMemoryCgroupOOMKill(t *testing.T) {
 	if err != nil || kills != 1 {
 		t.Errorf("OOMKills: got %d, %v; want 1", kills, err)
 	}
+	// the kernel may record a charge that it then fails and reclaims:
+	// seen on cgroup v1, a peak one page over the limit. Allow one charge
+	// batch (32 pages of 4 KiB).
+	const slack = 32 << 12
 	peak, err := cg.Peak()
-	if err != nil || peak > limit || peak < limit*9/10 {
-		t.Errorf("Peak: got %d, %v; want the limit %d or just below", peak, err, limit)
+	if err != nil || peak > limit+slack || peak < limit*9/10 {
+		t.Errorf("Peak: got %d, %v; want the limit %d, just below or at most %d bytes over", peak, err, limit, slack)
 	}
 	t.Logf("cgroup v%d %s: peak %d bytes, %d OOM kill(s)", cg.Version, cg.Path, peak, kills)
 }
