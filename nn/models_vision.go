@@ -27,7 +27,12 @@ var (
 //	global average pooling -> dense classes
 //
 // Convolutions have no bias; BatchNormalization has epsilon 1e-3 and
-// momentum 0.99 (PyTorch's momentum 0.01). The weights start as PyTorch's
+// momentum 0.99 (PyTorch's momentum 0.01). The 3x3 convolutions of stride
+// 2 pad one row and column on every side, as PyTorch's padding=1 (a
+// ZeroPadding2D before a "valid" convolution, as Keras' own ResNets do):
+// Keras' "same" pads only after on an even size, which would centre their
+// windows one pixel off the strided conv1x1 of the shortcut they are added
+// to. The other convolutions are "same". The weights start as PyTorch's
 // do (TorchUniform), so that Adam's steps are as large relative to them as
 // in the peer. For 28x28x1 input and 10
 // classes it has 272,186 trainable parameters (PyTorch's count: BN's gamma
@@ -44,9 +49,21 @@ func ResNet20(input tensor.Shape, classes int) (*Functional, error) {
 		n++
 		return fmt.Sprintf("%s_%d", kind, n)
 	}
+	pads := 0
 	conv := func(t *Tensor, filters, k, stride int) *Tensor {
+		same := true
+		if stride > 1 && k > 1 {
+			// PyTorch's padding=k/2 on every side, not Keras' "same" (which
+			// pads only after, when the stride is 2 and the size even): the
+			// window of output i is then centred on input 2i, where the
+			// strided conv1x1 of the shortcut reads, as in the peer.
+			pads++
+			p := [2]int{k / 2, k / 2}
+			t = Apply(&ZeroPadding2D{LayerName: fmt.Sprintf("zero_padding2d_%d", pads), Padding: [2][2]int{p, p}}, t)
+			same = false
+		}
 		return Apply(&Conv2D{LayerName: name("conv2d"), Filters: filters, Kernel: [2]int{k, k}, Strides: [2]int{stride, stride},
-			Same: true, NoBias: true, KernelInit: TorchUniform{}}, t)
+			Same: same, NoBias: true, KernelInit: TorchUniform{}}, t)
 	}
 	bn := func(t *Tensor) *Tensor {
 		return Apply(&BatchNormalization{LayerName: name("batch_normalization"), Momentum: 0.99, Epsilon: 1e-3}, t)

@@ -21,9 +21,10 @@ func TestVisionModels(t *testing.T) {
 		layers           map[string]int // layer type -> count
 	}{
 		// 21 convolutions (stem, 18 in blocks, 2 shortcuts), 21 BN of
-		// 784 channels in all: 2·784 moving statistics beside the trainable
+		// 784 channels in all: 2·784 moving statistics beside the trainable;
+		// the two 3x3 convolutions of stride 2 padded as PyTorch pads them
 		{"resnet", tensor.Shape{28, 28, 1}, 10, 273754, 272186,
-			map[string]int{"conv2d": 21, "batch_normalization": 21, "add": 9, "relu": 19, "global_average_pooling2d": 1, "dense": 1}},
+			map[string]int{"conv2d": 21, "batch_normalization": 21, "add": 9, "relu": 19, "global_average_pooling2d": 1, "dense": 1, "zero_padding2d": 2}},
 		{"resnet", tensor.Shape{784}, 10, 273754, 272186, nil}, // a flat square input is read as 28x28x1
 		{"unet", tensor.Shape{32, 32, 1}, 4, 116804, 116804,
 			map[string]int{"conv2d": 11, "conv2d_transpose": 2, "concatenate": 2, "max_pooling2d": 2}},

@@ -251,6 +251,10 @@ func (b *Bound) Run() error {
 		b.fusedParallel()
 		return nil
 	}
+	if b.elementwiseSplits() {
+		split(b, elementwisePart)
+		return nil
+	}
 	switch b.DType {
 	case tensor.Float32:
 		return compute[float32](b)
