@@ -25,7 +25,7 @@ func TestElementwiseSplit(t *testing.T) {
 	}{
 		{"mul", graph.Mul, func(a, b float64) float64 { return a * b }},
 		{"sub", graph.Sub, func(a, b float64) float64 { return a - b }},
-		{"div_scalar", func(a, b *graph.Node) *graph.Node { return graph.MulScalar(a, 0.5) }, func(a, b float64) float64 { return a * 0.5 }},
+		{"mul_scalar", func(a, b *graph.Node) *graph.Node { return graph.MulScalar(a, 0.5) }, func(a, b float64) float64 { return a * 0.5 }},
 		{"relu_grad", graph.ReluGrad, func(a, b float64) float64 { return map[bool]float64{true: b, false: 0}[a > 0] }},
 		{"tanh", func(a, b *graph.Node) *graph.Node { return graph.Tanh(a) }, func(a, b float64) float64 { return math.Tanh(a) }},
 		{"exp", func(a, b *graph.Node) *graph.Node { return graph.Exp(a) }, func(a, b float64) float64 { return math.Exp(a) }},

@@ -190,6 +190,20 @@ func batchSlice(c *converter, n *graph.Node) (int, error) {
 	return a, nil
 }
 
+// batchUnslice: the batch axis of x, where nothing is placed before or
+// after it.
+func batchUnslice(c *converter, n *graph.Node) (int, error) {
+	x := n.Inputs()[0]
+	a := c.axis[x.ID()]
+	if a < 0 {
+		return -1, nil
+	}
+	if n.Attr().Starts[a] != 0 || n.Shape()[a] != x.Shape()[a] {
+		return -1, nil
+	}
+	return a, nil
+}
+
 // batchGather: indices [...I] and params [V, ...] -> [...I, ...].
 func batchGather(c *converter, n *graph.Node) (int, error) {
 	p, idx := n.Inputs()[0], n.Inputs()[1]

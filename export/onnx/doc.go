@@ -41,7 +41,7 @@
 // Sigmoid, Tanh, Erf, Abs, Cast, Add, Sub, Mul, Div, Maximum, Minimum, the
 // comparisons, Where, ReduceSum/Mean/Max, MatMul (transposed operands,
 // batch dimensions, bfloat16 products), Softmax, LogSoftmax, Reshape,
-// Transpose, BroadcastTo, Concat, Slice, Gather, OneHot, Conv2D, MaxPool2D,
-// AvgPool2D. Training-only ops (losses, gradients, dropout masks, Assign,
+// Transpose, BroadcastTo, Concat, Slice, Unslice (zero padding: Pad),
+// Gather, OneHot, Conv2D, MaxPool2D, AvgPool2D. Training-only ops (losses, gradients, dropout masks, Assign,
 // collectives) are not exported.
 package onnx

@@ -70,6 +70,16 @@ func testModels(t testing.TB) []testModel {
 		}}), feed: uniformImages},
 		{name: "ops", build: opsModel, feed: feedOps},
 		{name: "bf16_transposed", build: bf16Model},
+		// ZeroPadding2D (an Unslice: ONNX Pad), unequal on each side, before
+		// a valid strided convolution, as the ResNet-20 pads its stride-2
+		// convolutions
+		{name: "zero_padding", build: sequential(&nn.Sequential{Name: "zero_padding", InputShape: tensor.Shape{9, 8, 2}, Layers: []nn.Layer{
+			&nn.ZeroPadding2D{LayerName: "pad", Padding: [2][2]int{{1, 2}, {0, 1}}},
+			&nn.Conv2D{LayerName: "conv", Filters: 4, Kernel: [2]int{3, 3}, Strides: [2]int{2, 2}},
+			&nn.ZeroPadding2D{LayerName: "pad_1", Padding: [2][2]int{{1, 1}, {1, 1}}},
+			&nn.Flatten{LayerName: "flatten"},
+			&nn.Dense{LayerName: "dense", Units: 3},
+		}}), feed: uniformImages},
 	}
 }
 

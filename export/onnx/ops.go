@@ -60,6 +60,7 @@ var rules = map[graph.Op]rule{
 	graph.OpBroadcastTo: {batchBroadcast, emitBroadcastTo},
 	graph.OpConcat:      {batchConcat, emitConcat},
 	graph.OpSlice:       {batchSlice, emitSlice},
+	graph.OpUnslice:     {batchUnslice, emitUnslice},
 	graph.OpGather:      {batchGather, emitGather},
 	graph.OpOneHot:      {batchSame, emitOneHot},
 
@@ -226,6 +227,22 @@ func emitSlice(c *converter, n *graph.Node) (string, error) {
 		return c.node("Identity", "", []string{x}), nil
 	}
 	return c.node("Slice", "", []string{x, c.constI64(starts...), c.constI64(ends...), c.constI64(axes...)}), nil
+}
+
+// emitUnslice exports Unslice (x placed at Starts in zeros of the node's
+// shape: graph.Pad, Keras' ZeroPadding2D) as Pad with zeros; the batch
+// axis is padded by nothing, so it stays symbolic.
+func emitUnslice(c *converter, n *graph.Node) (string, error) {
+	x, err := c.in(n, 0)
+	if err != nil {
+		return "", err
+	}
+	s, out, starts := n.Inputs()[0].Shape(), n.Shape(), n.Attr().Starts
+	pads := make([]int64, 2*len(s))
+	for i := range s {
+		pads[i], pads[len(s)+i] = int64(starts[i]), int64(out[i]-starts[i]-s[i])
+	}
+	return c.node("Pad", "", []string{x, c.constI64(pads...)}), nil
 }
 
 func emitGather(c *converter, n *graph.Node) (string, error) {
