@@ -42,6 +42,12 @@
 // comparisons, Where, ReduceSum/Mean/Max, MatMul (transposed operands,
 // batch dimensions, bfloat16 products), Softmax, LogSoftmax, Reshape,
 // Transpose, BroadcastTo, Concat, Slice, Unslice (zero padding: Pad),
-// Gather, OneHot, Conv2D, MaxPool2D, AvgPool2D. Training-only ops (losses, gradients, dropout masks, Assign,
+// Gather, OneHot, Conv2D (dilated, grouped, depthwise), MaxPool2D,
+// AvgPool2D, and the vision layers' ops (vision.go): ReluClip (Relu,
+// LeakyRelu, Clip, or its formula), Elu (Elu, Selu), Silu, HardSwish,
+// Softplus, Softsign, Conv2DTranspose (ConvTranspose; its filter stays
+// float under int8), ResizeBilinear (Resize, linear, half-pixel). Not
+// exported: attention, layer normalization and gelu as single ops (the
+// gpt), and the recurrent layers' cache writes. Training-only ops (losses, gradients, dropout masks, Assign,
 // collectives) are not exported.
 package onnx

@@ -80,8 +80,31 @@ func testModels(t testing.TB) []testModel {
 			&nn.Flatten{LayerName: "flatten"},
 			&nn.Dense{LayerName: "dense", Units: 3},
 		}}), feed: uniformImages},
+		// the vision layers' ops: transposed convolutions ("same" with
+		// stride 2, "valid" with output padding, dilated), every form of
+		// ReLU, the other activations, both UpSampling2D interpolations
+		{name: "vision_ops", build: sequential(&nn.Sequential{Name: "vision_ops", InputShape: tensor.Shape{6, 5, 3}, Layers: []nn.Layer{
+			&nn.Conv2DTranspose{LayerName: "up", Filters: 4, Kernel: [2]int{3, 3}, Strides: [2]int{2, 2}, Same: true, Activation: "relu"},
+			&nn.ReLU{LayerName: "relu6", MaxValue: ptr(6.0)},
+			&nn.Conv2DTranspose{LayerName: "up_1", Filters: 3, Kernel: [2]int{2, 3}, Strides: [2]int{2, 1}, OutputPadding: []int{1, 0}},
+			&nn.LeakyReLU{LayerName: "leaky", NegativeSlope: 0.2},
+			&nn.ReLU{LayerName: "relu_thr", MaxValue: ptr(0.8), NegativeSlope: 0.1, Threshold: 0.05},
+			&nn.Conv2DTranspose{LayerName: "dilated", Filters: 3, Kernel: [2]int{3, 2}, DilationRate: [2]int{2, 2}, Same: true},
+			&nn.UpSampling2D{LayerName: "bilinear", Size: [2]int{2, 1}, Interpolation: "bilinear"},
+			&nn.Activation{LayerName: "swish", Fn: "swish"},
+			&nn.UpSampling2D{LayerName: "nearest", Size: [2]int{1, 2}},
+			&nn.Activation{LayerName: "hard_swish", Fn: "hard_swish"},
+			&nn.ELU{LayerName: "elu", Alpha: 0.7},
+			&nn.Conv2D{LayerName: "conv", Filters: 4, Kernel: [2]int{3, 3}, Strides: [2]int{2, 2}, Activation: "selu"},
+			&nn.Activation{LayerName: "softplus", Fn: "softplus"},
+			&nn.Activation{LayerName: "softsign", Fn: "softsign"},
+			&nn.Flatten{LayerName: "flatten"}, // every position counts
+			&nn.Dense{LayerName: "dense", Units: 3},
+		}}), feed: uniformImages},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // opsModel uses most ops the exporter knows outside the layers above.
 // x: [B, 4, 6] float32, ids: [B, 3] int32 in [0, 7), hot: [B, 3] int32

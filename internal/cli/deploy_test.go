@@ -247,44 +247,55 @@ func TestFashionMNISTDeployment(t *testing.T) {
 	}
 }
 
-// TestResNetExport: the ResNet-20 (a functional model: BatchNormalization
+// TestVisionExport: the ResNet-20 (a functional model: BatchNormalization
 // folded into its convolutions, residual sums, the zero padding of its
-// stride-2 convolutions) exports to ONNX and onnxruntime gives what
-// `headroom predict` gives on the same images.
-func TestResNetExport(t *testing.T) {
+// stride-2 convolutions) and the U-Net (transposed convolutions,
+// concatenated skips, a per-pixel output) export to ONNX, and onnxruntime
+// gives what `headroom predict` gives on the same images.
+func TestVisionExport(t *testing.T) {
 	ortSetup(t)
-	dir := t.TempDir()
-	model := filepath.Join(dir, "resnet.safetensors")
-	status, stdout, stderr := run(t, "train", "--model", "resnet", "--dataset", "digits", "--epochs", "1", "--batch", "64", "--threads", "2", "--save", model)
-	if status != 0 {
-		t.Fatalf("train: status %d\n%s%s", status, stdout, stderr)
-	}
-	const n = 40
-	var px bytes.Buffer
-	for i := 0; i < n*8*8; i++ {
-		binary.Write(&px, binary.LittleEndian, float32((i*7919)%97)/96)
-	}
-	images := filepath.Join(dir, "x.npy")
-	os.WriteFile(images, npy("<f4", []int{n, 8, 8, 1}, px.Bytes()), 0o644)
-	pred := filepath.Join(dir, "pred.npy")
-	if status, stdout, stderr = run(t, "predict", "--load", model, "--data", images, "--out", pred, "--threads", "2"); status != 0 {
-		t.Fatalf("predict: status %d\n%s%s", status, stdout, stderr)
-	}
-	_, want := readNPY(t, pred)
-	onnxFile := filepath.Join(dir, "resnet.onnx")
-	if status, stdout, stderr = run(t, "export", "--load", model, "--format", "onnx", "--out", onnxFile, "--threads", "2"); status != 0 {
-		t.Fatalf("export: status %d\n%s%s", status, stdout, stderr)
-	}
-	got := runORT(t, onnxFile, images)
-	if len(got) != len(want) || len(want) != n*10 {
-		t.Fatalf("onnxruntime gave %d values, headroom predict %d, want %d", len(got), len(want), n*10)
-	}
-	var diff float64
-	for i := range want {
-		diff = math.Max(diff, math.Abs(float64(got[i]-want[i])))
-	}
-	t.Logf("max |onnxruntime - headroom predict| %.3g", diff)
-	if !(diff <= 1e-4) {
-		t.Errorf("max |onnxruntime - headroom predict| = %g, want <= 1e-4", diff)
+	for _, tc := range []struct {
+		model, dataset string
+		side, outputs  int // image side; output values per image
+	}{
+		{"resnet", "digits", 8, 10},
+		{"unet", "shapes", 32, 32 * 32 * 4},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			dir := t.TempDir()
+			model := filepath.Join(dir, tc.model+".safetensors")
+			status, stdout, stderr := run(t, "train", "--model", tc.model, "--dataset", tc.dataset, "--epochs", "1", "--max-steps", "8", "--batch", "32", "--threads", "2", "--save", model)
+			if status != 0 {
+				t.Fatalf("train: status %d\n%s%s", status, stdout, stderr)
+			}
+			const n = 12
+			var px bytes.Buffer
+			for i := 0; i < n*tc.side*tc.side; i++ {
+				binary.Write(&px, binary.LittleEndian, float32((i*7919)%97)/96)
+			}
+			images := filepath.Join(dir, "x.npy")
+			os.WriteFile(images, npy("<f4", []int{n, tc.side, tc.side, 1}, px.Bytes()), 0o644)
+			pred := filepath.Join(dir, "pred.npy")
+			if status, stdout, stderr = run(t, "predict", "--load", model, "--data", images, "--out", pred, "--threads", "2"); status != 0 {
+				t.Fatalf("predict: status %d\n%s%s", status, stdout, stderr)
+			}
+			_, want := readNPY(t, pred)
+			onnxFile := filepath.Join(dir, tc.model+".onnx")
+			if status, stdout, stderr = run(t, "export", "--load", model, "--format", "onnx", "--out", onnxFile, "--threads", "2"); status != 0 {
+				t.Fatalf("export: status %d\n%s%s", status, stdout, stderr)
+			}
+			got := runORT(t, onnxFile, images)
+			if len(got) != len(want) || len(want) != n*tc.outputs {
+				t.Fatalf("onnxruntime gave %d values, headroom predict %d, want %d", len(got), len(want), n*tc.outputs)
+			}
+			var diff float64
+			for i := range want {
+				diff = math.Max(diff, math.Abs(float64(got[i]-want[i])))
+			}
+			t.Logf("max |onnxruntime - headroom predict| %.3g", diff)
+			if !(diff <= 1e-4) {
+				t.Errorf("max |onnxruntime - headroom predict| = %g, want <= 1e-4", diff)
+			}
+		})
 	}
 }
