@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
@@ -10,26 +9,11 @@ import (
 // compute runs the float ops on T.
 func compute[T kernels.Float](b *Bound) error {
 	dst := tensor.As[T](b.out)
+	if elementwise[T](b, 0, len(dst)) {
+		return nil
+	}
 	x := tensor.As[T](b.in[0])
 	switch b.Op {
-	case graph.OpNeg:
-		kernels.Neg(dst, x)
-	case graph.OpExp:
-		kernels.Exp(dst, x)
-	case graph.OpLog:
-		kernels.Log(dst, x)
-	case graph.OpSqrt:
-		kernels.Sqrt(dst, x)
-	case graph.OpRelu:
-		kernels.Relu(dst, x)
-	case graph.OpSigmoid:
-		kernels.Sigmoid(dst, x)
-	case graph.OpTanh:
-		kernels.Tanh(dst, x)
-	case graph.OpErf:
-		kernels.Erf(dst, x)
-	case graph.OpAbs:
-		kernels.Abs(dst, x)
 	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
 		if b.BF16 && b.DType == tensor.Float32 {
 			b.convBF16()
@@ -55,24 +39,8 @@ func compute[T kernels.Float](b *Bound) error {
 		kernels.AvgPool2D(dst, x, b.geom)
 	case graph.OpAvgPool2DGrad:
 		kernels.AvgPool2DGrad(dst, x, b.geom)
-	case graph.OpReluGrad:
-		kernels.ReluGrad(dst, x, tensor.As[T](b.in[1]))
-	case graph.OpSigmoidGrad:
-		kernels.SigmoidGrad(dst, x, tensor.As[T](b.in[1]))
-	case graph.OpTanhGrad:
-		kernels.TanhGrad(dst, x, tensor.As[T](b.in[1]))
-	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
-		op, y := binaryOp(b.Op), tensor.As[T](b.in[1])
-		switch b.Path {
-		case compile.PathSame:
-			kernels.Binary(op, dst, x, y)
-		case compile.PathScalarRight:
-			kernels.BinaryScalar(op, dst, x, y[0])
-		case compile.PathScalarLeft:
-			kernels.ScalarBinary(op, dst, x[0], y)
-		default:
-			kernels.BinaryBroadcast(op, dst, x, y, b.Shape, b.AStrides, b.BStrides)
-		}
+	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum: // broadcast (elementwise ran the others)
+		kernels.BinaryBroadcast(binaryOp(b.Op), dst, x, tensor.As[T](b.in[1]), b.Shape, b.AStrides, b.BStrides)
 	case graph.OpReduceSum:
 		kernels.ReduceSum(dst, x, b.XShape, b.DstStrides)
 	case graph.OpReduceMean:

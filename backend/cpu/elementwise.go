@@ -15,26 +15,18 @@ import (
 // the same bit for bit at any thread count.
 
 // elementwiseSplits reports whether b is a large float elementwise op
-// whose operands are the output's size or scalars.
+// whose operands are the output's size or scalars (graph gives the unary
+// ops and the gradients operands of their output's shape).
 func (b *Bound) elementwiseSplits() bool {
 	if b.DType != tensor.Float32 && b.DType != tensor.Float64 || len(b.out)/b.DType.Size() < geluSplit || kernels.Threads() < 2 {
 		return false
 	}
 	switch b.Op {
 	case graph.OpNeg, graph.OpExp, graph.OpLog, graph.OpSqrt, graph.OpRelu, graph.OpSigmoid, graph.OpTanh,
-		graph.OpErf, graph.OpAbs:
-		return len(b.in[0]) == len(b.out)
-	case graph.OpReluGrad, graph.OpSigmoidGrad, graph.OpTanhGrad:
-		return len(b.in[0]) == len(b.out) && len(b.in[1]) == len(b.out)
+		graph.OpErf, graph.OpAbs, graph.OpReluGrad, graph.OpSigmoidGrad, graph.OpTanhGrad:
+		return true
 	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
-		switch b.Path {
-		case compile.PathSame:
-			return len(b.in[0]) == len(b.out) && len(b.in[1]) == len(b.out)
-		case compile.PathScalarRight:
-			return len(b.in[0]) == len(b.out)
-		case compile.PathScalarLeft:
-			return len(b.in[1]) == len(b.out)
-		}
+		return b.Path != compile.PathBroadcast
 	}
 	return false
 }
@@ -42,52 +34,68 @@ func (b *Bound) elementwiseSplits() bool {
 // elementwisePart runs part p of b.splits of an elementwise op (see
 // elementwiseSplits).
 func elementwisePart(arg any, p int) {
-	if arg.(*Bound).DType == tensor.Float32 {
-		elementwiseRange[float32](arg.(*Bound), p)
+	b := arg.(*Bound)
+	n := len(b.out) / b.DType.Size()
+	lo, hi := p*n/b.splits, (p+1)*n/b.splits
+	if b.DType == tensor.Float32 {
+		elementwise[float32](b, lo, hi)
 	} else {
-		elementwiseRange[float64](arg.(*Bound), p)
+		elementwise[float64](b, lo, hi)
 	}
 }
 
-func elementwiseRange[T kernels.Float](b *Bound, p int) {
+// elementwise runs b's op over output elements [lo, hi) when it is an
+// elementwise op whose operands are the output's size or scalars (compute
+// runs the whole output through it), and reports whether it was one.
+func elementwise[T kernels.Float](b *Bound, lo, hi int) bool {
 	out := tensor.As[T](b.out)
-	lo, hi := p*len(out)/b.splits, (p+1)*len(out)/b.splits
-	full := func(i int) []T { return tensor.As[T](b.in[i])[lo:hi] }
+	operand := func(i int) []T { // a full operand's part, or a scalar
+		v := tensor.As[T](b.in[i])
+		if len(v) == len(out) {
+			return v[lo:hi]
+		}
+		return v
+	}
 	dst := out[lo:hi]
 	switch b.Op {
 	case graph.OpNeg:
-		kernels.Neg(dst, full(0))
+		kernels.Neg(dst, operand(0))
 	case graph.OpExp:
-		kernels.Exp(dst, full(0))
+		kernels.Exp(dst, operand(0))
 	case graph.OpLog:
-		kernels.Log(dst, full(0))
+		kernels.Log(dst, operand(0))
 	case graph.OpSqrt:
-		kernels.Sqrt(dst, full(0))
+		kernels.Sqrt(dst, operand(0))
 	case graph.OpRelu:
-		kernels.Relu(dst, full(0))
+		kernels.Relu(dst, operand(0))
 	case graph.OpSigmoid:
-		kernels.Sigmoid(dst, full(0))
+		kernels.Sigmoid(dst, operand(0))
 	case graph.OpTanh:
-		kernels.Tanh(dst, full(0))
+		kernels.Tanh(dst, operand(0))
 	case graph.OpErf:
-		kernels.Erf(dst, full(0))
+		kernels.Erf(dst, operand(0))
 	case graph.OpAbs:
-		kernels.Abs(dst, full(0))
+		kernels.Abs(dst, operand(0))
 	case graph.OpReluGrad:
-		kernels.ReluGrad(dst, full(0), full(1))
+		kernels.ReluGrad(dst, operand(0), operand(1))
 	case graph.OpSigmoidGrad:
-		kernels.SigmoidGrad(dst, full(0), full(1))
+		kernels.SigmoidGrad(dst, operand(0), operand(1))
 	case graph.OpTanhGrad:
-		kernels.TanhGrad(dst, full(0), full(1))
-	default:
+		kernels.TanhGrad(dst, operand(0), operand(1))
+	case graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum, graph.OpMinimum:
 		op := binaryOp(b.Op)
 		switch b.Path {
 		case compile.PathSame:
-			kernels.Binary(op, dst, full(0), full(1))
+			kernels.Binary(op, dst, operand(0), operand(1))
 		case compile.PathScalarRight:
-			kernels.BinaryScalar(op, dst, full(0), tensor.As[T](b.in[1])[0])
+			kernels.BinaryScalar(op, dst, operand(0), operand(1)[0])
 		case compile.PathScalarLeft:
-			kernels.ScalarBinary(op, dst, tensor.As[T](b.in[0])[0], full(1))
+			kernels.ScalarBinary(op, dst, operand(0)[0], operand(1))
+		default:
+			return false
 		}
+	default:
+		return false
 	}
+	return true
 }

@@ -16,7 +16,7 @@ import (
 // TestElementwiseSplit: large elementwise ops that run alone (fusion off)
 // are split over the kernels' threads; each gives the same bits on one
 // thread and on three, and the value of its formula (within float32
-// rounding), for sizes that do not divide evenly.
+// rounding), for sizes that do not divide evenly, allocating nothing.
 func TestElementwiseSplit(t *testing.T) {
 	ops := []struct {
 		name string
@@ -87,6 +87,9 @@ func runOp(t *testing.T, shape tensor.Shape, f func(a, b *graph.Node) *graph.Nod
 	}
 	if err := x.Run(); err != nil {
 		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(3, func() { x.Run() }); allocs != 0 { // split or not, a step allocates nothing
+		t.Errorf("AllocsPerRun(Run) = %v on %d threads, want 0", allocs, kernels.Threads())
 	}
 	y, _ := x.Output("y")
 	return append([]float32(nil), y.Float32s()...)

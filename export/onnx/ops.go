@@ -418,7 +418,7 @@ func (c *converter) operand(n *graph.Node, i int, perm []int, chanAxis int) (str
 	x := n.Inputs()[i]
 	bf16 := n.Attr().BF16 && c.int8 == nil
 	if isLeaf(x) && (perm != nil || bf16 || c.int8 != nil) {
-		return c.weightOperand(x, perm, chanAxis, bf16)
+		return c.weightOperand(x, perm, chanAxis, bf16, c.int8 != nil)
 	}
 	v, err := c.in(n, i)
 	if err != nil {
@@ -438,11 +438,11 @@ func (c *converter) operand(n *graph.Node, i int, perm []int, chanAxis int) (str
 }
 
 // weightOperand stores leaf x permuted (and rounded to bfloat16 values, or
-// quantized), once per form.
-func (c *converter) weightOperand(x *graph.Node, perm []int, chanAxis int, bf16 bool) (string, error) {
+// quantized to int8 along chanAxis), once per form.
+func (c *converter) weightOperand(x *graph.Node, perm []int, chanAxis int, bf16, quantize bool) (string, error) {
 	key := "w:" + x.Owner() + ":" + permKey(perm)
 	switch {
-	case c.int8 != nil:
+	case quantize:
 		key += ":int8"
 	case bf16:
 		key += ":bf16"
@@ -466,7 +466,7 @@ func (c *converter) weightOperand(x *graph.Node, perm []int, chanAxis int, bf16 
 	}
 	var v string
 	switch {
-	case c.int8 != nil:
+	case quantize:
 		v, err = c.quantizedWeight(name, t, chanAxis)
 		if err != nil {
 			return "", err

@@ -145,10 +145,7 @@ func emitConv2DTranspose(c *converter, n *graph.Node) (string, error) {
 	xv = c.node("Transpose", "nchw", []string{xv}, attrIs("perm", int64s(nchw)...))
 	var wv string
 	if isLeaf(f) {
-		saved := c.int8
-		c.int8 = nil
-		wv, err = c.weightOperand(f, hwioToOIHW, 0, false)
-		c.int8 = saved
+		wv, err = c.weightOperand(f, hwioToOIHW, 0, false, false)
 	} else {
 		wv, err = c.in(n, 1)
 		wv = c.node("Transpose", "filter", []string{wv}, attrIs("perm", int64s(hwioToOIHW)...))
