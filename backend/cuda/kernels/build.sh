@@ -5,7 +5,7 @@
 # PTX for the GPU it finds (cuModuleLoadData), so no CUDA toolkit is needed
 # where headroom runs. Needs nvcc (CUDA 11.8 or later for sm_90).
 # No --use_fast_math: the kernels must match the CPU reference kernels
-# within 1e-4 relative. Usage: cuda/kernels/build.sh
+# within 1e-4 relative. Usage: backend/cuda/kernels/build.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v nvcc >/dev/null || { echo "build.sh: nvcc not found (install the CUDA toolkit)" >&2; exit 1; }

@@ -1,6 +1,10 @@
-// Package cuda is headroom's NVIDIA GPU backend: device memory as a
-// mem.Device, so that a GPU's memory is planned, charged to a ledger and
-// refused with *mem.OOMError exactly as host memory is, and cuBLAS GEMM.
+// Package cuda is headroom's NVIDIA GPU device code: device memory as a
+// mem.Device, so that a GPU's memory is charged to a ledger and refused
+// with *mem.OOMError exactly as host memory is, pinned host memory,
+// streams, and cuBLAS GEMM. It is not a backend yet: nothing here
+// implements runtime.Backend (or compile.Target), so the runtime cannot
+// reserve a plan on a GPU or run a Program there; a later change builds
+// that backend on this package, beside backend/cpu and backend/sim.
 //
 // Terms:
 //   - GPU: one CUDA device through its primary context (Open, Device). It is
@@ -39,20 +43,28 @@
 // is under site-packages/nvidia/cublas/lib) and in /usr/local/cuda/lib64.
 // CUDA_VISIBLE_DEVICES chooses and orders devices as for any CUDA program.
 //
-// Tests: the package's logic (the mem.Device contract, OOM errors, bounds
-// checks, the row-major to column-major GEMM mapping) is tested in the
-// default build against a driver written in Go; the reference models'
-// training steps run on mem.NewSimulated with planned == measured and
-// every OOM path (sim_test.go). The tests built with -tags cuda need a GPU
-// and fail, saying what is missing, without one; testdata/fakelib/run.sh
-// runs them against a C stand-in for libcuda and libcublas to check the
-// bindings' calling conventions on a machine without a GPU.
+// Tests: in the default build, gpu_fake_test.go runs everything but the
+// purego calls against a driver and a cuBLAS written in Go over host
+// memory (fake_test.go): opening a device, ParseDevice (with a fuzz
+// target), Map of exactly the size asked, OOM errors naming the device
+// and the driver's free memory, an Allocator over a GPU, the bounds checks
+// of every copy, pinned memory and streams, the row-major to column-major
+// GEMM mapping against kernels.MatMul, SetWorkspace, and concurrent use;
+// stub_test.go checks that every entry point fails with ErrNotBuilt. The
+// tests built with -tags cuda (gpu_test.go) need a GPU and fail, saying
+// what is missing, without one; testdata/fakelib/run.sh runs them against
+// a C stand-in for libcuda and libcublas to check the bindings' calling
+// conventions on a machine without a GPU. The device path of the runtime
+// (staged copies, planned == measured on a device's own ledger, OOM at
+// reservation) is tested on the simulated device in backend/sim, not here.
 //
 // Not here yet: device kernels other than GEMM. Their CUDA C sources and
 // the script that compiles them to PTX for sm_80 and sm_90 are in
 // kernels/ (build.sh); the PTX is to be committed beside them and embedded
 // once generated with nvcc. Running a compiled Program on a GPU also needs
-// the runtime to bind device addresses instead of host slices.
+// the backend itself: a runtime.Backend whose Bind runs compile's
+// instructions on buffers of a GPU (the runtime already binds device
+// buffers as Spans and stages copies, as backend/sim shows).
 //
 // # Memory semantics, for TensorFlow users
 //
@@ -84,8 +96,9 @@
 // each rounded up to 2 MiB, plus cuBLAS's handle and, unless SetWorkspace
 // is used, its workspace.
 //
-// In the life of a step, this package is the device under mem: the
-// compiler plans, the runtime reserves through an Allocator over a GPU (or
-// over mem.NewSimulated, its stand-in in tests), and GEMMs run through
-// BLAS on the reserved buffers.
+// In the life of a step, this package is meant to be the device under
+// mem for a CUDA backend: the compiler plans, the runtime reserves through
+// an Allocator over a GPU, and GEMMs run through BLAS on the reserved
+// buffers. Today only the last two pieces exist and are used by this
+// package's own tests; no command or trainer opens a GPU.
 package cuda

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/headroom-ml/headroom/cuda"
+	"github.com/headroom-ml/headroom/backend/cuda"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/tensor"
@@ -21,9 +21,10 @@ import (
 // (libcublas.so.13, .12 or .11 on the library path). Building with -tags
 // cuda asks for them: without a usable GPU every test fails, saying what
 // is missing, rather than skipping. On a machine without Go, build the
-// binary elsewhere with `CGO_ENABLED=0 go test -c -tags cuda ./cuda` and
-// run ./cuda.test -test.v there. They use device 0 (CUDA_VISIBLE_DEVICES
-// picks it) and assume no other process allocates on it meanwhile.
+// binary elsewhere with
+// `CGO_ENABLED=0 go test -c -tags cuda ./backend/cuda` and run
+// ./cuda.test -test.v there. They use device 0 (CUDA_VISIBLE_DEVICES picks
+// it) and assume no other process allocates on it meanwhile.
 
 var (
 	gpuOnce sync.Once
