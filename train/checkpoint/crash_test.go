@@ -9,10 +9,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 )
 
 // The crash test (issue 3, acceptance 6): a writer process saves checkpoints
@@ -111,7 +112,8 @@ func TestCrashSafety(t *testing.T) {
 		saves += int(r[1])
 		sawTemp := false
 		for _, n := range dirNames(t, dir) {
-			sawTemp = sawTemp || strings.Contains(n, tempInfix)
+			_, temp := atomicfile.ParseTemp(n)
+			sawTemp = sawTemp || temp
 			// Not only the newest: every file under a checkpoint name is
 			// complete (a fallback in Latest must never be needed).
 			if s, ok := parseStepName(n); ok {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 )
 
 const (
@@ -42,6 +44,12 @@ func parseStepName(name string) (int64, bool) {
 		return 0, false
 	}
 	return step, true
+}
+
+// isStepName reports whether name is a file name StepPath writes.
+func isStepName(name string) bool {
+	_, ok := parseStepName(name)
+	return ok
 }
 
 // SaveStep saves the checkpoint of a training step to StepPath(dir, step)
@@ -88,7 +96,7 @@ func prune(dir string, step int64, keep int) error {
 		name := de.Name()
 		if s, ok := parseStepName(name); ok && s < step {
 			older = append(older, s)
-		} else if strings.HasPrefix(name, "."+stepPrefix) && strings.Contains(name, stepSuffix+tempInfix) {
+		} else if target, ok := atomicfile.ParseTemp(name); ok && isStepName(target) {
 			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}

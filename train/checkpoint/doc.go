@@ -35,9 +35,10 @@
 //
 // # Atomic writes
 //
-// Save never writes to the destination path. It writes a hidden temporary
-// file in the same directory (".<name>.tmp-<random>"), fsyncs it, renames it
-// over the destination and fsyncs the directory:
+// Save never writes to the destination path. Through package atomicfile
+// (the protocol every file headroom writes goes through) it writes a hidden
+// temporary file in the same directory (".<name>.tmp-<random>"), fsyncs it,
+// renames it over the destination and fsyncs the directory:
 //   - The temporary file lives in the same directory because rename(2) is
 //     atomic only within one file system: a reader, or a process restarted
 //     after a crash, sees the old file or the new one, never a mixture.
@@ -51,7 +52,9 @@
 // A process killed at any moment therefore leaves the destination intact
 // (old or new content), plus perhaps a temporary file, which SaveStep deletes
 // on its next call. On any error Save removes its temporary file and the
-// previous file at the path is untouched.
+// previous file at the path is untouched, unless only the final directory
+// fsync failed: then the path holds the new, complete file and Save still
+// returns the error.
 //
 // Save also stores a CRC-32C (Castagnoli) of the data section under
 // "data_crc32c", and Load checks it when present, so a data block corrupted

@@ -1,26 +1,23 @@
 package checkpoint
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"maps"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 )
 
-// Save writes entries and meta to path as a safetensors file, atomically: it
-// writes a temporary file in the same directory, fsyncs it, renames it over
-// path and fsyncs the directory. path therefore holds either its previous
+// Save writes entries and meta to path as a safetensors file, atomically
+// (package atomicfile): it writes a temporary file in the same directory,
+// fsyncs it, renames it over path and fsyncs the directory. path therefore holds either its previous
 // content or the complete new file, whatever happens; on error the temporary
 // file is removed. (If only the final directory fsync fails, the rename has
 // happened: path holds the new, complete file, and Save still reports the
@@ -34,7 +31,7 @@ func Save(path string, entries []Entry, meta map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: save %s: %w", path, err)
 	}
-	if err := writeAtomic(path, h.writeTo); err != nil {
+	if err := atomicfile.WriteFile(fsys, path, 0o666, h.writeTo); err != nil {
 		return fmt.Errorf("checkpoint: save %s: %w", path, err)
 	}
 	return nil
@@ -175,103 +172,6 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// fileSystem is the seam through which Save touches the disk, so tests can
-// inject a failure at each step of the protocol.
-type fileSystem interface {
-	CreateExcl(name string) (writeFile, error) // create a new file; fail if it exists
-	Rename(oldpath, newpath string) error
-	Remove(name string) error
-	SyncDir(dir string) error
-}
-
-type writeFile interface {
-	io.Writer
-	Sync() error
-	Close() error
-}
-
-type osFS struct{}
-
-func (osFS) CreateExcl(name string) (writeFile, error) {
-	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-}
-func (osFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
-func (osFS) Remove(name string) error             { return os.Remove(name) }
-func (osFS) SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-var fsys fileSystem = osFS{}
-
-// tempInfix makes a temporary name ".<base>.tmp-<random>":
-// hidden, in the same directory (so rename is atomic), never matching a
-// checkpoint name.
-const tempInfix = ".tmp-"
-
-// writeAtomic runs write on a new temporary file beside path and moves the
-// result to path with the protocol described on Save.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	if base == "" {
-		return errors.New("path names a directory")
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return errors.New("path is a directory")
-	}
-	var f writeFile
-	var tmp string
-	for range 100 {
-		tmp = filepath.Join(dir, "."+base+tempInfix+strconv.FormatUint(rand.Uint64(), 36))
-		f, err = fsys.CreateExcl(tmp)
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	closed, renamed := false, false
-	defer func() {
-		if err != nil && !renamed {
-			if !closed {
-				f.Close()
-			}
-			fsys.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := write(bw); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	closed = true
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename: %w", err)
-	}
-	renamed = true
-	if err := fsys.SyncDir(dir); err != nil {
-		// path holds the new, complete file, but the rename may not
-		// survive a power loss.
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
-}
+// fsys is the file system Save writes through; tests substitute one that
+// injects faults (package faultfs).
+var fsys atomicfile.FS = atomicfile.OS

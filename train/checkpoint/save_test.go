@@ -11,87 +11,13 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/headroom-ml/headroom/internal/atomicfile"
+	"github.com/headroom-ml/headroom/internal/atomicfile/faultfs"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-var errInjected = errors.New("injected fault")
-
-// faultFS passes every operation to the real file system except the one
-// named by failAt ("create", "write", "sync", "close", "rename", "syncdir"),
-// which fails with err (errInjected by default) without doing anything.
-type faultFS struct {
-	failAt string
-	err    error
-}
-
-func (f faultFS) fail(op string) error {
-	if op != f.failAt {
-		return nil
-	}
-	if f.err != nil {
-		return f.err
-	}
-	return errInjected
-}
-
-func (f faultFS) CreateExcl(name string) (writeFile, error) {
-	if err := f.fail("create"); err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
-	wf, err := osFS{}.CreateExcl(name)
-	if err != nil {
-		return nil, err
-	}
-	return faultFile{wf, f}, nil
-}
-
-func (f faultFS) Rename(oldpath, newpath string) error {
-	if err := f.fail("rename"); err != nil {
-		return err
-	}
-	return osFS{}.Rename(oldpath, newpath)
-}
-
-func (f faultFS) Remove(name string) error { return osFS{}.Remove(name) }
-
-func (f faultFS) SyncDir(dir string) error {
-	if err := f.fail("syncdir"); err != nil {
-		return err
-	}
-	return osFS{}.SyncDir(dir)
-}
-
-type faultFile struct {
-	writeFile
-	fs faultFS
-}
-
-// Write writes half of p before failing, as a full disk would.
-func (f faultFile) Write(p []byte) (int, error) {
-	if err := f.fs.fail("write"); err != nil {
-		n, _ := f.writeFile.Write(p[:len(p)/2])
-		return n, err
-	}
-	return f.writeFile.Write(p)
-}
-
-func (f faultFile) Sync() error {
-	if err := f.fs.fail("sync"); err != nil {
-		return err
-	}
-	return f.writeFile.Sync()
-}
-
-func (f faultFile) Close() error {
-	err := f.writeFile.Close()
-	if ferr := f.fs.fail("close"); ferr != nil {
-		return ferr
-	}
-	return err
-}
-
-// withFS makes Save use fsys for the rest of the test.
-func withFS(t *testing.T, f fileSystem) {
+// withFS makes Save use f for the rest of the test.
+func withFS(t *testing.T, f atomicfile.FS) {
 	old := fsys
 	fsys = f
 	t.Cleanup(func() { fsys = old })
@@ -117,31 +43,21 @@ func oldAndNew(t *testing.T, dir string) (path string, old []byte, next []Entry)
 // directory fsync fails, the new file is complete), and no temporary file
 // is left.
 func TestSaveFaults(t *testing.T) {
-	tests := []struct {
-		failAt  string
-		wantNew bool // the rename happened before the fault
-	}{
-		{"create", false},
-		{"write", false},
-		{"sync", false},
-		{"close", false},
-		{"rename", false},
-		{"syncdir", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.failAt, func(t *testing.T) {
+	for _, op := range faultfs.Ops {
+		wantNew := op == faultfs.SyncDir // the rename happened before the fault
+		t.Run(string(op), func(t *testing.T) {
 			dir := t.TempDir()
 			path, old, next := oldAndNew(t, dir)
-			withFS(t, faultFS{failAt: tt.failAt})
+			withFS(t, faultfs.FS{At: op})
 			err := Save(path, next, nil)
-			if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), path) {
+			if !errors.Is(err, faultfs.ErrInjected) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("got error %v, want the injected fault, naming %s", err, path)
 			}
 			got, rerr := os.ReadFile(path)
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
-			if tt.wantNew {
+			if wantNew {
 				f, lerr := Load(path)
 				if lerr != nil {
 					t.Fatalf("after a failed directory fsync: Load: %v, want the new complete file", lerr)
@@ -166,7 +82,7 @@ func TestSaveFails(t *testing.T) {
 		if os.Geteuid() == 0 {
 			// Permission bits do not bind root; make the create fail as the
 			// kernel would for another user.
-			withFS(t, faultFS{failAt: "create", err: syscall.EACCES})
+			withFS(t, faultfs.FS{At: faultfs.Create, Err: syscall.EACCES})
 		} else {
 			if err := os.Chmod(dir, 0o555); err != nil {
 				t.Fatal(err)
