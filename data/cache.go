@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -152,30 +153,29 @@ func openFileCache[T any](d Dataset[T], p *pipeline, st *stage, n *node, path st
 		return nil, err
 	}
 	st.up = ust
-	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
-	f, err := os.Create(tmp)
+	// The cache file appears at path only once complete (package
+	// atomicfile), so a later run never replays half of it.
+	f, err := atomicfile.Create(atomicfile.OS, path, 0o666)
 	if err != nil {
 		up.close()
 		return nil, fmt.Errorf("data: %s: %w", n.name, err)
 	}
 	const bufSize = 256 << 10
 	if err := p.ledger.Charge(mem.Input, n.name, bufSize); err != nil {
-		f.Close()
-		os.Remove(tmp)
+		f.Abort()
 		up.close()
 		return nil, fmt.Errorf("data: %s: %w", n.name, err)
 	}
 	return &fileFill[T]{p: p, up: up, f: f, w: bufio.NewWriterSize(f, bufSize), bufSize: bufSize,
-		tmp: tmp, path: path, name: n.name}, nil
+		path: path, name: n.name}, nil
 }
 
 type fileFill[T any] struct {
 	p        *pipeline
 	up       iterator[T]
-	f        *os.File
+	f        *atomicfile.Pending
 	w        *bufio.Writer
 	bufSize  int64
-	tmp      string
 	path     string
 	name     string
 	scratch  []byte
@@ -204,15 +204,12 @@ func (f *fileFill[T]) next(ctx context.Context) (T, error) {
 
 func (f *fileFill[T]) close() {
 	f.up.close()
-	if f.complete {
-		if err := f.w.Flush(); err == nil && f.f.Sync() == nil && f.f.Close() == nil {
-			os.Rename(f.tmp, f.path)
-		} else {
-			os.Remove(f.tmp)
-		}
+	// A cache that cannot be completed is dropped: the next run fills it
+	// again.
+	if f.complete && f.w.Flush() == nil {
+		f.f.Commit()
 	} else {
-		f.f.Close()
-		os.Remove(f.tmp)
+		f.f.Abort()
 	}
 	f.p.ledger.Release(mem.Input, f.name, f.bufSize)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -254,4 +255,18 @@ func TestCacheFile(t *testing.T) {
 		t.Errorf("got no error caching ints to a file")
 	}
 	_ = binary.LittleEndian
+}
+
+// A pass abandoned part way keeps no cache and leaves no temporary file.
+func TestCacheFileAbandoned(t *testing.T) {
+	path := writeRecords(t, 20, 16)
+	dir := t.TempDir()
+	ds := Map(FixedLengthRecords(path, 16, RecordOptions{}), "decode", decodeRecord).Cache(dir + "/samples.cache").Take(5)
+	got, err := collect(t, ds, Config{}, func(s Sample) int32 { return s.Y.Int32s()[0] })
+	if err != nil || len(got) != 5 {
+		t.Fatalf("got %d samples (%v), want 5", len(got), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("got %d files after an abandoned pass (%v), want none", len(ents), ents)
+	}
 }

@@ -3,28 +3,28 @@ package data
 import (
 	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
 // NPYWriter writes an .npy file (version 1.0, little endian) row by row,
 // for outputs whose number of rows is known only at the end: the header
 // leaves room for any row count and Close writes the real one. The file is
-// written as a temporary file beside path and renamed into place by
-// Close, so path holds either its old content or the complete new array.
+// written atomically (package atomicfile): a temporary file beside path,
+// committed by Close, so path holds either its old content or the complete
+// new array.
 type NPYWriter struct {
-	path, tmp string
-	f         *os.File
-	w         *bufio.Writer
-	dtype     tensor.DType
-	rowShape  tensor.Shape
-	rowBytes  int
-	hlen      int
-	rows      int64
+	path     string
+	f        *atomicfile.Pending
+	w        *bufio.Writer
+	dtype    tensor.DType
+	rowShape tensor.Shape
+	rowBytes int
+	hlen     int
+	rows     int64
 }
 
 var npyDescrs = map[tensor.DType]string{tensor.Float32: "<f4", tensor.Float64: "<f8", tensor.Int32: "<i4",
@@ -35,12 +35,11 @@ func CreateNPY(path string, dtype tensor.DType, rowShape tensor.Shape) (*NPYWrit
 	if _, ok := npyDescrs[dtype]; !ok {
 		return nil, fmt.Errorf("data: npy %s: cannot write %s", path, dtype)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := atomicfile.Create(atomicfile.OS, path, 0o666)
 	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
+		return nil, fmt.Errorf("data: npy %s: %w", path, err)
 	}
-	f.Chmod(0o644) // as os.Create would make it (CreateTemp makes 0600)
-	n := &NPYWriter{path: path, tmp: f.Name(), f: f, w: bufio.NewWriterSize(f, 1<<20), dtype: dtype,
+	n := &NPYWriter{path: path, f: f, w: bufio.NewWriterSize(f, 1<<20), dtype: dtype,
 		rowShape: rowShape.Clone(), rowBytes: rowShape.Size() * dtype.Size()}
 	h := n.header(-1)
 	n.hlen = len(h)
@@ -93,24 +92,19 @@ func (n *NPYWriter) Write(rows tensor.Tensor) error {
 	return nil
 }
 
-// Close writes the row count into the header, syncs the file and renames
-// it to path.
+// Close writes the row count into the header and commits the file to path.
+// On an error path is left as it was (see atomicfile for a failed fsync of
+// the directory).
 func (n *NPYWriter) Close() error {
 	err := n.w.Flush()
 	if err == nil {
 		_, err = n.f.WriteAt(n.header(n.rows), 0)
 	}
-	if err == nil {
-		err = n.f.Sync()
-	}
-	if cerr := n.f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(n.tmp, n.path)
-	}
 	if err != nil {
-		os.Remove(n.tmp)
+		n.abort()
+		return fmt.Errorf("data: npy %s: %w", n.path, err)
+	}
+	if err := n.f.Commit(); err != nil {
 		return fmt.Errorf("data: npy %s: %w", n.path, err)
 	}
 	return nil
@@ -119,7 +113,4 @@ func (n *NPYWriter) Close() error {
 // Abort drops the file being written; path is left as it was.
 func (n *NPYWriter) Abort() { n.abort() }
 
-func (n *NPYWriter) abort() {
-	n.f.Close()
-	os.Remove(n.tmp)
-}
+func (n *NPYWriter) abort() { n.f.Abort() }

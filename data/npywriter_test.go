@@ -66,3 +66,24 @@ func TestNPYWriter(t *testing.T) {
 		}
 	}
 }
+
+// Abort leaves the file as it was and no temporary file beside it.
+func TestNPYWriterAbort(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.npy")
+	os.WriteFile(path, []byte("old"), 0o644)
+	w, err := CreateNPY(path, tensor.Float32, tensor.Shape{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(tensor.New(tensor.Float32, tensor.Shape{3, 2})); err != nil {
+		t.Fatal(err)
+	}
+	w.Abort()
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Errorf("after Abort: got %q, want \"old\"", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("after Abort: got %d files, want 1", len(ents))
+	}
+}

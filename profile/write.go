@@ -1,13 +1,13 @@
 package profile
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 )
 
 // The files WriteAll writes.
@@ -19,8 +19,9 @@ const (
 
 // WriteAll writes PprofFile, TraceFile and HTMLFile for the plan (and the
 // run h, which may be nil) into dir, creating it if needed. Each file is
-// written to a temporary name and renamed, so a failed export leaves no
-// half-written file.
+// written atomically (package atomicfile), so a failed export leaves no
+// half-written file and an existing file is replaced only by a complete
+// one.
 func WriteAll(dir string, p *compile.Plan, h *Run, name string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("profile: %w", err)
@@ -34,35 +35,17 @@ func WriteAll(dir string, p *compile.Plan, h *Run, name string) error {
 		{HTMLFile, func(w io.Writer) error { return WriteHTML(w, p, h, name) }},
 	}
 	for _, f := range files {
-		var buf bytes.Buffer
-		if err := f.write(&buf); err != nil {
-			return err
+		var werr error // the writer's own error says what it was writing
+		err := atomicfile.WriteFile(atomicfile.OS, filepath.Join(dir, f.name), 0o666, func(w io.Writer) error {
+			werr = f.write(w)
+			return werr
+		})
+		if werr != nil {
+			return werr
 		}
-		if err := writeFileAtomic(filepath.Join(dir, f.name), buf.Bytes()); err != nil {
-			return err
+		if err != nil {
+			return fmt.Errorf("profile: %w", err)
 		}
-	}
-	return nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("profile: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("profile: writing %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -230,42 +230,29 @@ func ensureFile(path string, n int64) (bool, error) {
 			}
 		}
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return false, err
-	}
-	w := bufio.NewWriterSize(f, 4<<20)
-	rec := make([]byte, recordBytes)
-	s := uint64(0x9e3779b97f4a7c15)
-	for i := range n {
-		for j := headerBytes; j < recordBytes; j += 8 { // xorshift64 noise
-			s ^= s << 13
-			s ^= s >> 7
-			s ^= s << 17
-			binary.LittleEndian.PutUint64(rec[j:], s&0x3f7f_ffff_3f7f_ffff) // finite floats
+	// written atomically (package atomicfile): an interrupted run leaves
+	// no short file to be reused
+	err := atomicfile.WriteFile(atomicfile.OS, path, 0o666, func(w io.Writer) error {
+		rec := make([]byte, recordBytes)
+		s := uint64(0x9e3779b97f4a7c15)
+		for i := range n {
+			for j := headerBytes; j < recordBytes; j += 8 { // xorshift64 noise
+				s ^= s << 13
+				s ^= s >> 7
+				s ^= s << 17
+				binary.LittleEndian.PutUint64(rec[j:], s&0x3f7f_ffff_3f7f_ffff) // finite floats
+			}
+			binary.LittleEndian.PutUint32(rec[0:], magic)
+			binary.LittleEndian.PutUint32(rec[4:], uint32(i%10))
+			binary.LittleEndian.PutUint32(rec[8:], crc32.Checksum(rec[headerBytes:], castagnoli))
+			binary.LittleEndian.PutUint32(rec[12:], uint32(i))
+			if _, err := w.Write(rec); err != nil {
+				return err
+			}
 		}
-		binary.LittleEndian.PutUint32(rec[0:], magic)
-		binary.LittleEndian.PutUint32(rec[4:], uint32(i%10))
-		binary.LittleEndian.PutUint32(rec[8:], crc32.Checksum(rec[headerBytes:], castagnoli))
-		binary.LittleEndian.PutUint32(rec[12:], uint32(i))
-		if _, err := w.Write(rec); err != nil {
-			f.Close()
-			return false, err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return false, err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return false, err
-	}
-	if err := f.Close(); err != nil {
-		return false, err
-	}
-	return true, os.Rename(tmp, path)
+		return nil
+	})
+	return err == nil, err
 }
 
 // rawRead reads path sequentially with the pipeline's buffer size.
