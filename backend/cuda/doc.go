@@ -99,6 +99,7 @@
 // In the life of a step, this package is meant to be the device under
 // mem for a CUDA backend: the compiler plans, the runtime reserves through
 // an Allocator over a GPU, and GEMMs run through BLAS on the reserved
-// buffers. Today only the last two pieces exist and are used by this
-// package's own tests; no command or trainer opens a GPU.
+// buffers. Today nothing reserves a plan on a GPU: an Allocator over a
+// GPU and BLAS on its buffers are used by this package's own tests only,
+// and no command or trainer opens a GPU.
 package cuda
