@@ -73,6 +73,17 @@ func (c *vjp) val(x *graph.Node) *graph.Node {
 	if r, ok := c.remat[x]; ok {
 		return r
 	}
+	if x.Op() == graph.OpPart {
+		// a further output of a multi-output op (layer norm's row
+		// statistics, attention's log-sum-exp): the recomputed op's own
+		// when the op is recomputed, else the forward op's (small, kept;
+		// the op's main output may be read as its 16-bit copy instead)
+		p := x.Inputs()[0]
+		if r := c.val(p); r != p && r.Op() == p.Op() {
+			return graph.PartOf(r, x.Attr().Part)
+		}
+		return x
+	}
 	if c.lower != nil {
 		if x.DType() == tensor.BFloat16 || x.DType() == tensor.Float16 {
 			return x // the 16-bit copies are what mixed precision keeps

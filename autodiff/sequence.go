@@ -15,18 +15,16 @@ var _ = registerRules(func() {
 			extra[i] = c.in(n, 3+i)
 		}
 		o := c.val(n)
-		lse := c.val(graph.AttentionLSE(n))
-		if o != n { // recomputed: read the recomputed attention's own part
-			lse = c.val(graph.AttentionLSE(o))
-		}
+		lse := c.val(graph.AttentionLSE(n)) // the recomputed attention's own when o is recomputed (see vjp.val)
 		dq, dk, dv := graph.AttentionGrad(n, c.in(n, 0), c.in(n, 1), c.in(n, 2), o, lse, gy, extra...)
 		return []*graph.Node{dq, dk, dv}
 	}
 	// layer norm: the backward pass reads x, gamma and each row's mean and
 	// 1/σ (the forward's parts, kept or recomputed with it)
 	rules[graph.OpLayerNorm] = func(c *vjp, n, gy *graph.Node) []*graph.Node {
-		y := c.val(n)
-		dx, dg, db := graph.LayerNormGrad(c.in(n, 0), c.in(n, 1), c.val(graph.PartOf(y, 1)), c.val(graph.PartOf(y, 2)), gy)
+		// the row statistics: the recomputed op's, or the forward op's
+		// own when it is kept or read as its 16-bit copy (see vjp.val)
+		dx, dg, db := graph.LayerNormGrad(c.in(n, 0), c.in(n, 1), c.val(graph.PartOf(n, 1)), c.val(graph.PartOf(n, 2)), gy)
 		return []*graph.Node{dx, dg, db}
 	}
 	rules[graph.OpGelu] = func(c *vjp, n, gy *graph.Node) []*graph.Node { return one(graph.GeluGrad(c.in(n, 0), gy)) }

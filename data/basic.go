@@ -188,3 +188,24 @@ func (r *repeatIter[T]) close() {
 		r.up = nil
 	}
 }
+
+// Generate returns a dataset of generated elements: each pass calls start
+// for a fresh generator, whose calls return the pass's elements in order
+// and io.EOF after the last. Tensors the generator makes with NewTensor
+// (with the ctx it is given) come from the pipeline's arena, under its
+// budget. A generator that depends only on its own seed makes every pass
+// the same sequence.
+func Generate[T any](name string, start func() func(ctx context.Context) (T, error)) Dataset[T] {
+	return newDataset(name, kindSource, func(p *pipeline, st *stage) (iterator[T], error) {
+		return &genIter[T]{gen: start(), pool: p.arena.pool(name)}, nil
+	})
+}
+
+type genIter[T any] struct {
+	gen  func(ctx context.Context) (T, error)
+	pool *pool
+}
+
+func (g *genIter[T]) next(ctx context.Context) (T, error) { return g.gen(withPool(ctx, g.pool)) }
+
+func (g *genIter[T]) close() {}

@@ -113,34 +113,40 @@ const (
 // targets to these losses; one float per example gets a binary class label
 // as 0 or 1. The error names both shapes.
 func (e *Examples) LabelsFor(dtype tensor.DType, shape tensor.Shape) (LabelMode, error) {
+	return e.Kind().For(e.Name, dtype, shape)
+}
+
+// For says how labels of kind k, of the data set called name, feed a label
+// input of dtype and shape (see Examples.LabelsFor).
+func (k LabelKind) For(name string, dtype tensor.DType, shape tensor.Shape) (LabelMode, error) {
 	have := "one class label per example"
-	if e.Labels == nil {
-		have = fmt.Sprintf("float targets of %d per example", e.TargetSize())
-	} else if e.LabelShape != nil {
-		have = fmt.Sprintf("class labels of shape %v per example", e.LabelShape)
+	if !k.Class {
+		have = fmt.Sprintf("float targets of %d per example", k.TargetSize)
+	} else if k.Shape != nil {
+		have = fmt.Sprintf("class labels of shape %v per example", k.Shape)
 	}
 	switch {
-	case e.LabelShape != nil && e.Labels != nil:
-		if dtype == tensor.Int32 && shape.Equal(e.LabelShape) {
+	case k.Shape != nil && k.Class:
+		if dtype == tensor.Int32 && shape.Equal(k.Shape) {
 			return LabelsAsIs, nil
 		}
-		return 0, fmt.Errorf("needs %s labels of shape %v per example; data set %q has %s", dtype, shape, e.Name, have)
-	case dtype == tensor.Int32 && e.Labels != nil && shape.Size() == 1:
+		return 0, fmt.Errorf("needs %s labels of shape %v per example; data set %q has %s", dtype, shape, name, have)
+	case dtype == tensor.Int32 && k.Class && shape.Size() == 1:
 		return LabelsAsIs, nil
 	case dtype == tensor.Int32:
-		return 0, fmt.Errorf("needs int32 class labels of shape %v per example; data set %q has %s", shape, e.Name, have)
+		return 0, fmt.Errorf("needs int32 class labels of shape %v per example; data set %q has %s", shape, name, have)
 	case !dtype.IsFloat():
-		return 0, fmt.Errorf("needs %s labels; data set %q has %s", dtype, e.Name, have)
-	case e.Labels == nil && e.TargetSize() == shape.Size():
+		return 0, fmt.Errorf("needs %s labels; data set %q has %s", dtype, name, have)
+	case !k.Class && k.TargetSize == shape.Size():
 		return LabelsAsIs, nil
-	case e.Labels == nil:
-		return 0, fmt.Errorf("needs %v targets per example (%d floats); data set %q has %s", shape, shape.Size(), e.Name, have)
-	case e.Classes > 1 && shape.Size() == e.Classes && shape[shape.Rank()-1] == e.Classes:
+	case !k.Class:
+		return 0, fmt.Errorf("needs %v targets per example (%d floats); data set %q has %s", shape, shape.Size(), name, have)
+	case k.Classes > 1 && shape.Size() == k.Classes && shape[shape.Rank()-1] == k.Classes:
 		return LabelsOneHot, nil
-	case shape.Size() == 1 && e.Classes <= 2:
+	case shape.Size() == 1 && k.Classes <= 2:
 		return LabelsAsFloat, nil
 	}
-	return 0, fmt.Errorf("needs float targets of shape %v per example; data set %q has %s of %d classes (one-hot labels would need shape [%d])", shape, e.Name, have, e.Classes, e.Classes)
+	return 0, fmt.Errorf("needs float targets of shape %v per example; data set %q has %s of %d classes (one-hot labels would need shape [%d])", shape, name, have, k.Classes, k.Classes)
 }
 
 // Fill copies the examples idx into x (the model's input, batch first,

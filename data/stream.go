@@ -45,6 +45,8 @@ type Stream struct {
 	N     int
 	Shape tensor.Shape
 	Val   *Examples
+	// targets is the float targets per example (0: class labels).
+	targets int
 }
 
 // held reports whether a sample is held out for validation: a hash of
@@ -89,6 +91,8 @@ func (s *Stream) Scan() error {
 		}
 		if y := smp.Y; y.DType().Valid() && !y.DType().IsFloat() && y.Len() == 1 {
 			maxLabel = max(maxLabel, int64(y.Float64At(0)))
+		} else if y.DType().IsFloat() {
+			s.targets = y.Len()
 		}
 		if s.held(smp) {
 			if err := val.add(smp); err != nil {

@@ -340,3 +340,58 @@ func (w *Windows) fill(x, y []int32, off int) {
 		y[t] = int32(src[t+1])
 	}
 }
+
+// TextSet is byte-level text in files, listed but not yet read: a
+// trainer plans with its size (Bytes) and reads it (Read) only once the
+// plan fits. The first TrainFraction of the bytes (0: 9/10) trains, the
+// rest validates, as go-src and the peers split.
+type TextSet struct {
+	Name          string
+	Files         []TextFile
+	Options       TextOptions
+	TrainFraction float64
+}
+
+// NewTextSet lists the files ReadText(path, opt) would read.
+func NewTextSet(name, path string, opt TextOptions) (*TextSet, error) {
+	files, err := TextFiles(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &TextSet{Name: name, Files: files, Options: opt}, nil
+}
+
+// Bytes returns the text's size: the listed files' sizes and their
+// separators.
+func (s *TextSet) Bytes() int64 {
+	var n int64
+	for _, f := range s.Files {
+		n += f.Size
+		if s.Options.Separator {
+			n++
+		}
+	}
+	return n
+}
+
+// Read reads the text and splits it: train is the first TrainFraction of
+// the bytes (its capacity ends there), val the rest.
+func (s *TextSet) Read() (train, val []byte, err error) {
+	b, err := ReadTextFiles(s.Files, s.Options)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(b) == 0 {
+		return nil, nil, fmt.Errorf("data: text %s holds no bytes", s.Name)
+	}
+	cut := s.Cut(len(b))
+	return b[:cut:cut], b[cut:], nil
+}
+
+// Cut returns where a text of n bytes splits: the bytes before it train.
+func (s *TextSet) Cut(n int) int {
+	if f := s.TrainFraction; f > 0 && f < 1 {
+		return int(float64(n) * f)
+	}
+	return n * 9 / 10
+}

@@ -40,13 +40,25 @@ func FashionMNISTTest(dir string) (*data.Examples, error) {
 	return readIDXPair(dir, "t10k", "fashion-mnist/test")
 }
 
+// fashionInstalled returns an error naming the first Fashion-MNIST file
+// missing from dir, and how to install them.
+func fashionInstalled(dir string) error {
+	for _, prefix := range []string{"train", "t10k"} {
+		for _, kind := range []string{"images-idx3", "labels-idx1"} {
+			p := filepath.Join(dir, prefix+"-"+kind+"-ubyte.gz")
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("datasets: Fashion-MNIST file %s not found: install Debian's package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or give --data-dir", p)
+			}
+		}
+	}
+	return nil
+}
+
 func readIDXPair(dir, prefix, name string) (*data.Examples, error) {
 	images := filepath.Join(dir, prefix+"-images-idx3-ubyte.gz")
 	labels := filepath.Join(dir, prefix+"-labels-idx1-ubyte.gz")
-	for _, p := range []string{images, labels} {
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("datasets: Fashion-MNIST file %s not found: install Debian's package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or give --data-dir", p)
-		}
+	if err := fashionInstalled(dir); err != nil {
+		return nil, err
 	}
 	e := &data.Examples{Name: name, Shape: tensor.Shape{28, 28, 1}, Scale: 1.0 / 255, Classes: 10}
 	// one buffer of the header's size (appending would hold twice the set

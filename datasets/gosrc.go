@@ -104,3 +104,23 @@ func GoRoot() (string, error) {
 	}
 	return "", fmt.Errorf("datasets: go-src needs a Go installation: GOROOT is unset, `go env GOROOT` failed and this binary does not know its GOROOT")
 }
+
+// GoSrcSet lists go-src's files (GoSrc's, under GoRoot) without reading
+// them: a trainer plans with its size and reads it once the plan fits.
+func GoSrcSet() (*data.TextSet, error) {
+	goroot, err := GoRoot()
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(goroot, "src", "go")
+	if fi, err := os.Stat(root); err != nil {
+		return nil, fmt.Errorf("datasets: go-src: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("datasets: go-src: %s is not a folder", root)
+	}
+	s, err := data.NewTextSet("go-src", root, goSrcOptions())
+	if err != nil {
+		return nil, fmt.Errorf("datasets: go-src: %w", err)
+	}
+	return s, nil
+}

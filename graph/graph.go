@@ -43,13 +43,27 @@ type Graph struct {
 	assigns []*Node
 	guard   *Node  // see SetGuard
 	site    string // see SetSite
-	bf16    bool   // see SetMatMulBF16
+	bf16    bool   // see BF16Products
 }
 
 // New returns an empty graph.
-func New() *Graph {
-	return &Graph{vars: map[string]*Node{}, inputs: map[string]*Node{}}
+func New(opts ...Option) *Graph {
+	g := &Graph{vars: map[string]*Node{}, inputs: map[string]*Node{}}
+	for _, o := range opts {
+		o(g)
+	}
+	return g
 }
+
+// Option sets a property of a whole graph when it is made (New): it holds
+// for every node, so no node depends on when it was built.
+type Option func(*Graph)
+
+// BF16Products makes the graph's float32 products (MatMul, Conv2D and its
+// backprop ops) run on bfloat16 operands with float32 sums, as JAX's
+// default dot precision on TPUs and PyTorch's bfloat16 autocast: the
+// mixed_bfloat16 policy's compute, forward and backward.
+func BF16Products() Option { return func(g *Graph) { g.bf16 = true } }
 
 // Node is one value of a graph. Nodes are immutable once built.
 type Node struct {
@@ -87,7 +101,7 @@ type Attr struct {
 	Seed     uint64        // DropoutMask
 	// BF16: MatMul, Conv2D and its backprop ops round their float32
 	// operands to bfloat16 and sum the products in float32 (see
-	// Graph.SetMatMulBF16).
+	// BF16Products).
 	BF16 bool
 
 	// sequence ops' fields
@@ -199,13 +213,6 @@ func (g *Graph) SetSite(site string) string { old := g.site; g.site = site; retu
 
 // CurrentPhase returns the phase nodes are built in now.
 func (g *Graph) CurrentPhase() Phase { return g.phase }
-
-// SetMatMulBF16 makes the float32 products (MatMul, Conv2D and its
-// backprop ops) built from now on run on bfloat16 operands with float32
-// sums, as JAX's default dot precision on TPUs and PyTorch's bfloat16
-// autocast: the mixed_bfloat16 policy's compute. It returns the previous
-// setting.
-func (g *Graph) SetMatMulBF16(on bool) bool { old := g.bf16; g.bf16 = on; return old }
 
 // add appends a node. Callers have checked shapes and dtypes.
 func (g *Graph) add(op Op, dtype tensor.DType, shape tensor.Shape, attr Attr, inputs ...*Node) *Node {

@@ -8,6 +8,12 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
+// The language models are written in Go; model files record their sizes.
+var (
+	_ = RegisterModelType("GPT", &GPT{})
+	_ = RegisterModelType("LSTMLM", &LSTMLM{})
+)
+
 // The reference sequence models of peers/seq.py: byte-level language
 // models over windows of T tokens (input "x" int32 [T], output logits
 // [T, 256] for the next byte at each position).

@@ -56,6 +56,12 @@ func RegisterLayer(name string, proto any) bool {
 	return register(name, proto)
 }
 
+// RegisterModelType makes models of proto's type serializable under name,
+// as RegisterLayer does for layers: a model written in Go whose
+// configuration is its exported fields (GPT, LSTMLM), so that a model file
+// rebuilds it as it was trained, whatever its sizes.
+func RegisterModelType(name string, proto Model) bool { return register(name, proto) }
+
 // RegisterInitializer makes initializers of proto's type serializable
 // under name, as RegisterLayer does for layers.
 func RegisterInitializer(name string, proto Initializer) bool { return register(name, proto) }

@@ -1,10 +1,12 @@
 package profile
 
 import (
-	"github.com/headroom-ml/headroom/backend/cpu"
-	"github.com/headroom-ml/headroom/data"
+	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
+	"github.com/headroom-ml/headroom/data"
 
 	"github.com/headroom-ml/headroom/autodiff"
 	"github.com/headroom-ml/headroom/compile"
@@ -61,11 +63,12 @@ func cnnPlan(t testing.TB) *compile.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := train.PlanFor(train.Config{Model: m, Batch: 32}, 256, 0)
+	info := data.SetInfo{Train: &data.Examples{Name: "digits", Shape: tensor.Shape{8, 8, 1}, N: 256, Classes: 10}, Labels: data.LabelKind{Class: true, Classes: 10}}
+	rp, err := train.PlanFor(train.Config{Model: m, Batch: 32}, train.Described(info))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return rp.Step
 }
 
 // gapPlan is a hand-made plan whose arena (1408 B) is larger than its lower
@@ -147,13 +150,13 @@ func trainRun(t testing.TB, callbacks ...train.Callback) (*train.Trainer, *Run) 
 		&nn.Dense{LayerName: "dense_1", Units: 4},
 	}}
 	data := blobs(1, 320)
-	cfg := train.Config{Model: model, Epochs: 3, Batch: 64, Seed: 3, Validation: blobs(1, 128), Callbacks: callbacks}
-	tr, err := train.New(cfg, data)
+	cfg := train.Config{Model: model, Epochs: 3, Batch: 64, Seed: 3, Callbacks: callbacks}
+	tr, err := train.New(cfg, train.InMemory(data, blobs(1, 128)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.Close)
-	h, err := tr.Fit(data)
+	h, err := tr.Fit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

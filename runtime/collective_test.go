@@ -159,35 +159,42 @@ func TestAllReduceStartReadOnlyByItsWait(t *testing.T) {
 	}
 }
 
-// TestMatMulBF16Policy: a product built after SetMatMulBF16(true) runs on
-// bfloat16 operands (kernels.MatMulBF16's bits), one built before it in
-// float32.
+// TestMatMulBF16Policy: a product of a graph made with
+// graph.BF16Products runs on bfloat16 operands (kernels.MatMulBF16's
+// bits), one of a plain graph in float32.
 func TestMatMulBF16Policy(t *testing.T) {
 	const m, k, n = 3, 5, 4
-	x := loadOn(t, nil, func() (*graph.Graph, compile.Options) {
-		g := graph.New()
-		a := g.Input("a", tensor.Float32, tensor.Shape{m, k})
-		b := g.Input("b", tensor.Float32, tensor.Shape{k, n})
-		full := graph.MatMul(a, b)
-		g.SetMatMulBF16(true)
-		low := graph.MatMul(a, b)
-		return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "full", Node: full}, {Name: "low", Node: low}}}
-	})
-	a, _ := x.Input("a")
-	b, _ := x.Input("b")
-	for i := range a.Float32s() {
-		a.Float32s()[i] = 1 + float32(i)/1000 // not representable in bfloat16
+	product := func(opts ...graph.Option) tensor.Tensor {
+		x := loadOn(t, nil, func() (*graph.Graph, compile.Options) {
+			g := graph.New(opts...)
+			a := g.Input("a", tensor.Float32, tensor.Shape{m, k})
+			b := g.Input("b", tensor.Float32, tensor.Shape{k, n})
+			return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "out", Node: graph.MatMul(a, b)}}}
+		})
+		a, _ := x.Input("a")
+		b, _ := x.Input("b")
+		for i := range a.Float32s() {
+			a.Float32s()[i] = 1 + float32(i)/1000 // not representable in bfloat16
+		}
+		for i := range b.Float32s() {
+			b.Float32s()[i] = 1 - float32(i)/3000
+		}
+		if err := x.Run(); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := x.Output("out")
+		return out
 	}
-	for i := range b.Float32s() {
-		b.Float32s()[i] = 1 - float32(i)/3000
+	full, low := product(), product(graph.BF16Products())
+	a, b := make([]float32, m*k), make([]float32, k*n)
+	for i := range a {
+		a[i] = 1 + float32(i)/1000
 	}
-	if err := x.Run(); err != nil {
-		t.Fatal(err)
+	for i := range b {
+		b[i] = 1 - float32(i)/3000
 	}
-	full, _ := x.Output("full")
-	low, _ := x.Output("low")
-	wantFull := kernels.MatMul(make([]float32, m*n), a.Float32s(), b.Float32s(), m, n, k, false, false, false)
-	wantLow := kernels.MatMulBF16(make([]float32, m*n), a.Float32s(), b.Float32s(), m, n, k, false, false, false)
+	wantFull := kernels.MatMul(make([]float32, m*n), a, b, m, n, k, false, false, false)
+	wantLow := kernels.MatMulBF16(make([]float32, m*n), a, b, m, n, k, false, false, false)
 	for i := range wantFull {
 		if full.Float32s()[i] != wantFull[i] || low.Float32s()[i] != wantLow[i] {
 			t.Fatalf("element %d: got %v (float32) and %v (bf16), want %v and %v", i, full.Float32s()[i], low.Float32s()[i], wantFull[i], wantLow[i])

@@ -68,15 +68,18 @@ type Builder struct {
 // model's inputs and builds the model. It panics with a *graph.Error when
 // the model does not fit its inputs; Compile recovers it.
 func NewBuilder(cfg Config, batch int, mode Mode) *Builder {
-	g := graph.New()
+	var opts []graph.Option
+	if cfg.Precision == MixedBFloat16 {
+		// mixed_bfloat16 computes products on bfloat16 operands (float32
+		// sums), as Keras' policy does on TPUs: forward, backward, eval
+		opts = append(opts, graph.BF16Products())
+	}
+	g := graph.New(opts...)
 	b := &Builder{Config: cfg, Mode: mode, Batch: batch, G: g, names: map[string]bool{}, state: map[string]any{}}
 	b.Ctx = nn.NewContext(g, mode.Training(), cfg.Seed)
 	if mode != Infer {
 		b.Ctx.Storage = cfg.Storage()
 	}
-	// mixed_bfloat16 computes products on bfloat16 operands (float32
-	// sums), as Keras' policy does on TPUs: forward, backward, eval
-	g.SetMatMulBF16(cfg.Precision == "mixed_bfloat16")
 	for _, in := range cfg.Model.Inputs() {
 		b.Inputs = append(b.Inputs, g.Input(in.Name, in.Type(), append(tensor.Shape{batch}, in.Shape...)))
 	}
@@ -322,28 +325,50 @@ type OutputSpec struct {
 	Sigmoid, Softmax bool
 }
 
-// Outputs builds cfg's model at batch 1 and describes its outputs, so a
-// caller can check its data against what the losses need before step 1.
-// A model that does not fit its inputs is an error naming the op.
-func Outputs(cfg Config) ([]OutputSpec, error) {
+// ModelSpec describes a step's model without compiling it: its outputs
+// (with the loss each trains) and the variables it declares (with their
+// initializers).
+type ModelSpec struct {
+	Outputs []OutputSpec
+	Weights []WeightSpec
+}
+
+// WeightSpec is one variable a model declares: its name, dtype, shape (of
+// the variable itself, independent of the batch) and initializer.
+type WeightSpec struct {
+	Name  string
+	DType tensor.DType
+	Shape tensor.Shape
+	Init  nn.Initializer
+}
+
+// Describe builds cfg's model once, at batch 1, and describes its outputs
+// and variables, so a caller can check its data against what the losses
+// need, and draw or check its weights, before step 1. A model that does
+// not fit its inputs is an error naming the op.
+func Describe(cfg Config) (*ModelSpec, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	var specs []OutputSpec
+	m := &ModelSpec{}
 	err := graph.Catch(func() {
 		b := NewBuilder(cfg, 1, Infer)
 		for i, o := range b.Outputs {
-			specs = append(specs, OutputSpec{Index: i, Shape: o.Shape()[1:].Clone(),
+			m.Outputs = append(m.Outputs, OutputSpec{Index: i, Shape: o.Shape()[1:].Clone(),
 				Sigmoid: o.Op() == graph.OpSigmoid, Softmax: o.Op() == graph.OpSoftmax})
 		}
 		for _, ol := range cfg.losses() {
-			if ol.Output < 0 || ol.Output >= len(specs) {
-				panic(&graph.Error{Op: graph.OpInput, Msg: fmt.Sprintf("a loss for output %d of a model with %d outputs", ol.Output, len(specs))})
+			if ol.Output < 0 || ol.Output >= len(m.Outputs) {
+				panic(&graph.Error{Op: graph.OpInput, Msg: fmt.Sprintf("a loss for output %d of a model with %d outputs", ol.Output, len(m.Outputs))})
 			}
-			s := &specs[ol.Output]
+			s := &m.Outputs[ol.Output]
 			s.Loss, s.LabelType = ol.Loss, ol.Loss.LabelType()
 			s.LabelShape = ol.Loss.LabelShape(b.Outputs[ol.Output].Shape())
 		}
+		for _, w := range b.Ctx.Weights {
+			name := w.Attr().Name
+			m.Weights = append(m.Weights, WeightSpec{Name: name, DType: w.DType(), Shape: w.Shape().Clone(), Init: b.Ctx.Init[name]})
+		}
 	})
-	return specs, err
+	return m, err
 }

@@ -23,9 +23,9 @@ type Config struct {
 	Optimizer optim.Optimizer // nil: Adam
 	// ClipNorm > 0 clips the gradients by their global norm.
 	ClipNorm float64
-	// Precision: "float32" (or ""), "mixed_bfloat16" or "mixed_float16"
-	// (see Storage and the loss-scaling transform).
-	Precision string
+	// Precision is the precision policy (see Storage and the loss-scaling
+	// transform); the zero value is Float32.
+	Precision Precision
 	// Float32Storage keeps saved activations in float32 whatever Precision
 	// says (a caller that found 16-bit storage does not pay on a model):
 	// mixed_bfloat16 still computes its products in bfloat16, and
@@ -56,18 +56,58 @@ type Config struct {
 // importing the step builder).
 type OutputLoss = nn.OutputLoss
 
-// Precisions are the precision policies a step can be built with.
-var Precisions = []string{"float32", "mixed_bfloat16", "mixed_float16"}
+// Precision is a precision policy, as Keras names them: what a step
+// computes and keeps for the backward pass in 16 bits. Weights, optimizer
+// state, the loss and the logits stay float32 under every policy.
+type Precision uint8
+
+// The policies.
+const (
+	Float32 Precision = iota
+	// MixedBFloat16 keeps each layer output (but the logits) for the
+	// backward pass in bfloat16 and computes the products on bfloat16
+	// operands with float32 sums.
+	MixedBFloat16
+	// MixedFloat16 keeps the saved layer outputs in float16, computes in
+	// float32 (these CPUs have no float16 arithmetic) and scales the loss
+	// dynamically (PyTorch GradScaler's defaults).
+	MixedFloat16
+	numPrecisions
+)
+
+var precisionNames = [numPrecisions]string{"float32", "mixed_bfloat16", "mixed_float16"}
+
+// String returns the policy's Keras name.
+func (p Precision) String() string {
+	if p < numPrecisions {
+		return precisionNames[p]
+	}
+	return fmt.Sprintf("Precision(%d)", uint8(p))
+}
+
+// Low reports whether the policy keeps activations in 16 bits.
+func (p Precision) Low() bool { return p == MixedBFloat16 || p == MixedFloat16 }
+
+// ParsePrecision returns the policy named s ("" is float32).
+func ParsePrecision(s string) (Precision, error) {
+	if s == "" {
+		return Float32, nil
+	}
+	for p, name := range precisionNames {
+		if s == name {
+			return Precision(p), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown precision %q: want float32, mixed_bfloat16 or mixed_float16", s)
+}
 
 // Check returns an error for a configuration no step can be built from.
 func (c *Config) Check() error {
 	if c.Model == nil {
 		return errors.New("step: no model")
 	}
-	switch c.Precision {
-	case "", "float32", "mixed_bfloat16", "mixed_float16":
-	default:
-		return fmt.Errorf("step: unknown precision %q (float32, mixed_bfloat16, mixed_float16)", c.Precision)
+	if c.Precision >= numPrecisions {
+		return fmt.Errorf("step: unknown precision %v (float32, mixed_bfloat16, mixed_float16)", c.Precision)
 	}
 	if c.sharded() && (c.ClipNorm > 0 || c.LossScaling()) {
 		return errors.New("step: a sharded optimizer state does not combine with gradient clipping or mixed_float16 loss scaling yet")
@@ -110,16 +150,16 @@ func (c *Config) Storage() tensor.DType {
 		return tensor.Invalid
 	}
 	switch c.Precision {
-	case "mixed_bfloat16":
+	case MixedBFloat16:
 		return tensor.BFloat16
-	case "mixed_float16":
+	case MixedFloat16:
 		return tensor.Float16
 	}
 	return tensor.Invalid
 }
 
 // LossScaling reports whether the step scales its loss (mixed_float16).
-func (c *Config) LossScaling() bool { return c.Precision == "mixed_float16" && !c.Float32Storage }
+func (c *Config) LossScaling() bool { return c.Precision == MixedFloat16 && !c.Float32Storage }
 
 func (c *Config) sharded() bool { return c.ShardOptimizer && c.Ranks > 1 }
 

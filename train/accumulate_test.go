@@ -1,9 +1,10 @@
 package train_test
 
 import (
-	"github.com/headroom-ml/headroom/data"
 	"math"
 	"testing"
+
+	"github.com/headroom-ml/headroom/data"
 
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,6 +10,8 @@ import (
 
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/step"
+	"github.com/headroom-ml/headroom/tensor"
 )
 
 // Candidate is one way to run a training step that fit-to-budget weighed.
@@ -15,15 +19,21 @@ type Candidate struct {
 	Accumulate int
 	MicroBatch int
 	Remat      bool
-	Precision  string
+	Precision  step.Precision
 	Peak       int64   // planned bytes of the run (data included)
+	Streamed   bool    // the data set streamed instead of loaded
 	Fits       bool    // Peak <= the budget
 	Estimate   float64 // modelled seconds per update
 	Measured   float64 // timed seconds per update (0: not timed)
+	way        int     // which way of reading the data (Data.ways)
 }
 
 func (c Candidate) String() string {
-	s := fmt.Sprintf("%d x micro-batch %d, remat %v, %s: peak %s", c.Accumulate, c.MicroBatch, c.Remat, c.Precision, mem.FormatBytes(c.Peak))
+	s := fmt.Sprintf("%d x micro-batch %d, remat %v, %s", c.Accumulate, c.MicroBatch, c.Remat, c.Precision)
+	if c.Streamed {
+		s += ", data streamed"
+	}
+	s += ": peak " + mem.FormatBytes(c.Peak)
 	if !c.Fits {
 		return s + " (does not fit)"
 	}
@@ -43,57 +53,55 @@ const (
 	timedCount    = 3 // candidates timed
 )
 
-// FitToBudget chooses how to run cfg's training step under budget bytes,
-// keeping the effective batch cfg.Batch and the optimizer: it plans every
-// number of micro-batches that divides the batch, with and without
-// rematerialization, and (when allowPrecision) with mixed_bfloat16; ranks
-// the plans that fit by a cost model (FLOPs and bytes of each instruction);
-// then times a few real updates of the best three and returns the config of
-// the fastest, with every candidate it weighed. The choice is proved before
-// step 1: its plan fits.
-func FitToBudget(cfg Config, ds *data.Examples, budget int64, allowPrecision bool) (Config, []Candidate, error) {
-	cfg.defaults()
-	evalN := 0
-	dataBytes := mem.Align(ds.Bytes())
-	if cfg.Validation != nil {
-		evalN = cfg.Validation.N
-		dataBytes += mem.Align(cfg.Validation.Bytes())
+// FitToBudget chooses how to run cfg's training step on d under budget
+// bytes, keeping the effective batch cfg.Batch and the optimizer: it plans
+// every number of micro-batches that divides the batch, with and without
+// rematerialization, with mixed_bfloat16 too when allowPrecision, and,
+// for a data set that can be loaded or streamed (FromSet with
+// StreamAuto), both ways; ranks the plans that fit by a cost model (FLOPs
+// and bytes of each instruction); then times a few real updates of the
+// best three and returns the config of the fastest, with every candidate
+// it weighed, and sets how d is read to the chosen way. The choice is
+// proved before step 1: its plan fits. Nothing large is read: the timing
+// runs train on one batch of zeros shaped as the data's.
+func FitToBudget(cfg Config, d *Data, budget int64, allowPrecision bool) (Config, []Candidate, error) {
+	if err := cfg.check(); err != nil {
+		return cfg, nil, err
 	}
-	return fitToBudget(cfg, ds.N, evalN, dataBytes, budget, allowPrecision, func(c Config) (float64, error) {
-		return timeUpdates(c, ds, timedSteps)
-	})
-}
-
-// fitToBudget is FitToBudget for trainN training and evalN evaluation
-// examples and dataBytes of data held in memory, timing a candidate with
-// timeIt (seconds per update).
-func fitToBudget(cfg Config, trainN, evalN int, dataBytes, budget int64, allowPrecision bool, timeIt func(Config) (float64, error)) (Config, []Candidate, error) {
-	precisions := []string{cfg.Precision}
-	if allowPrecision && cfg.Precision != "mixed_bfloat16" {
-		precisions = append(precisions, "mixed_bfloat16")
+	cfg.defaults()
+	defer cfg.closeBackend()
+	ways, err := d.ways(budget)
+	if err != nil {
+		return cfg, nil, err
+	}
+	precisions := []step.Precision{cfg.Precision}
+	if allowPrecision && cfg.Precision != step.MixedBFloat16 {
+		precisions = append(precisions, step.MixedBFloat16)
 	}
 	var cands []Candidate
-	for k := 1; k <= cfg.Batch; k++ {
-		if cfg.Batch%k != 0 {
-			continue
-		}
-		for _, remat := range []bool{false, true} {
-			for _, prec := range precisions {
-				c := cfg
-				c.Accumulate, c.Remat, c.Precision = k, remat, prec
-				progs, err := c.compileAll(trainN, evalN)
-				if err != nil {
-					return cfg, nil, err
+	for wi, w := range ways {
+		for k := 1; k <= cfg.Batch; k++ {
+			if cfg.Batch%k != 0 {
+				continue
+			}
+			for _, remat := range []bool{false, true} {
+				for _, prec := range precisions {
+					c := cfg
+					c.Accumulate, c.Remat, c.Precision = k, remat, prec
+					progs, rp, err := c.planRun(w)
+					if err != nil {
+						return cfg, nil, err
+					}
+					cand := Candidate{Accumulate: k, MicroBatch: cfg.Batch / k, Remat: remat, Precision: prec, Peak: rp.Peak,
+						Streamed: rp.Streamed, way: wi}
+					cand.Fits = cand.Peak <= budget
+					if cand.Fits {
+						flops, bytes := progs["train"].p.Cost()
+						per := flops/modelFlops + bytes/modelBytes + float64(len(progs["train"].p.Instrs))*modelPerInstr
+						cand.Estimate = per * float64(k)
+					}
+					cands = append(cands, cand)
 				}
-				totals, _ := planned(progs)
-				cand := Candidate{Accumulate: k, MicroBatch: cfg.Batch / k, Remat: remat, Precision: prec, Peak: sum(totals) + dataBytes}
-				cand.Fits = cand.Peak <= budget
-				if cand.Fits {
-					flops, bytes := progs["train"].p.Cost()
-					per := flops/modelFlops + bytes/modelBytes + float64(len(progs["train"].p.Instrs))*modelPerInstr
-					cand.Estimate = per * float64(k)
-				}
-				cands = append(cands, cand)
 			}
 		}
 	}
@@ -111,16 +119,16 @@ func fitToBudget(cfg Config, trainN, evalN int, dataBytes, budget int64, allowPr
 		if len(cands) > 0 {
 			least = cands[0].String()
 		}
-		return cfg, cands, fmt.Errorf("train: no way to run batch %d fits in %s; the smallest: %s, of which the data set held in memory is %s",
-			cfg.Batch, mem.FormatBytes(budget), least, mem.FormatBytes(dataBytes))
+		return cfg, cands, fmt.Errorf("train: no way to run batch %d fits in %s; the smallest: %s, of which the data held in memory is %s",
+			cfg.Batch, mem.FormatBytes(budget), least, mem.FormatBytes(ways[0].held))
 	}
 	// Calibrate: time the best few for real, under the budget.
 	best := 0
 	for i := 0; i < len(cands) && i < timedCount && cands[i].Fits; i++ {
 		c := cfg
 		c.Accumulate, c.Remat, c.Precision, c.Budget = cands[i].Accumulate, cands[i].Remat, cands[i].Precision, budget
-		c.Callbacks, c.CheckpointDir, c.Resume = nil, "", false
-		secs, err := timeIt(c)
+		c.Callbacks, c.CheckpointDir, c.Resume, c.Backend, c.ownBackend = nil, "", false, cfg.Backend, false
+		secs, err := timeUpdates(c, ways[cands[i].way], timedSteps)
 		if err != nil {
 			return cfg, cands, fmt.Errorf("train: timing %v: %w", cands[i], err)
 		}
@@ -131,24 +139,70 @@ func fitToBudget(cfg Config, trainN, evalN int, dataBytes, budget int64, allowPr
 	}
 	chosen := cfg
 	chosen.Accumulate, chosen.Remat, chosen.Precision = cands[best].Accumulate, cands[best].Remat, cands[best].Precision
+	chosen.Backend, chosen.ownBackend = nil, false
+	if orig := cfg.Backend; !cfg.ownBackend {
+		chosen.Backend = orig
+	}
+	d.adopt(ways[cands[best].way])
 	cands[0], cands[best] = cands[best], cands[0]
 	return chosen, cands, nil
 }
 
-// timeUpdates returns the median seconds of n updates of cfg on the first
-// examples of data (after one untimed update), in a trainer of its own.
-func timeUpdates(cfg Config, ds *data.Examples, n int) (float64, error) {
-	first := ds.Slice(ds.Name, 0, min(ds.N, cfg.Batch))
-	cfg.Validation, cfg.Epochs, cfg.Warmup = nil, 1, 1<<30
-	t, err := New(cfg, first)
+// ways returns the ways d can be read for FitToBudget: d itself, or, for
+// a set that can be loaded or streamed, both (loading only when it can be
+// described without reading it, or is within half the budget).
+func (d *Data) ways(budget int64) ([]*Data, error) {
+	if d.set == nil || d.mode != StreamAuto || d.resolved {
+		if err := d.resolve(budget); err != nil {
+			return nil, err
+		}
+		return []*Data{d}, nil
+	}
+	var ways []*Data
+	size, err := d.set.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if _, ok := d.set.Describe(); ok || size <= budget/2 {
+		loaded := &Data{set: d.set, mode: StreamNever}
+		if err := loaded.resolve(budget); err != nil {
+			return nil, err
+		}
+		ways = append(ways, loaded)
+	}
+	streamed := &Data{set: d.set, mode: StreamAlways}
+	switch err := streamed.resolve(budget); {
+	case err == nil:
+		ways = append(ways, streamed)
+	case !errors.Is(err, data.ErrNotStreamable) || len(ways) == 0:
+		return nil, err
+	}
+	return ways, nil
+}
+
+// adopt makes d read as w, a way of it FitToBudget chose.
+func (d *Data) adopt(w *Data) {
+	if w != d {
+		mode := d.mode
+		*d = *w
+		d.mode = mode
+	}
+}
+
+// timeUpdates returns the median seconds of n updates of cfg on a batch
+// shaped as d's (after one untimed update), in a trainer of its own.
+func timeUpdates(cfg Config, d *Data, n int) (float64, error) {
+	cfg.Epochs, cfg.Warmup, cfg.MaxSteps, cfg.NoWatchdog = 1, 1<<30, 1, true
+	t, err := New(cfg, InMemory(d.standIn(cfg.Batch), nil))
 	if err != nil {
 		return 0, err
 	}
 	defer t.Close()
 	times := make([]float64, 0, n)
 	for i := 0; i <= n; i++ {
+		t.stop = false // one update per call (each starts at step 0)
 		start := time.Now()
-		if _, err := t.Fit(first); err != nil {
+		if _, err := t.Fit(context.Background()); err != nil {
 			return 0, err
 		}
 		if i > 0 {
@@ -157,6 +211,28 @@ func timeUpdates(cfg Config, ds *data.Examples, n int) (float64, error) {
 	}
 	sort.Float64s(times)
 	return times[len(times)/2], nil
+}
+
+// standIn returns a batch of zeros shaped as d's examples (features,
+// labels), for timing a step without the data.
+func (d *Data) standIn(batch int) *data.Examples {
+	info, k := d.info.Train, d.info.Labels
+	e := &data.Examples{Name: info.Name + " (stand-in)", Shape: info.Shape.Clone(), N: batch, Classes: max(k.Classes, 1),
+		Floats: make([]float32, batch*info.Shape.Size())}
+	if d.text != nil {
+		e.Shape, e.Floats, e.LabelShape = tensor.Shape{d.text.T}, make([]float32, batch*d.text.T), tensor.Shape{d.text.T}
+		e.Labels, e.Classes = make([]int32, batch*d.text.T), 256
+		return e
+	}
+	switch {
+	case k.Class && k.Shape != nil:
+		e.LabelShape, e.Labels = k.Shape.Clone(), make([]int32, batch*k.Shape.Size())
+	case k.Class:
+		e.Labels = make([]int32, batch)
+	default:
+		e.Targets = make([]float32, batch*max(1, k.TargetSize))
+	}
+	return e
 }
 
 // Describe formats the choice and the candidates it was chosen from (or,

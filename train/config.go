@@ -1,8 +1,10 @@
 package train
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/headroom-ml/headroom/backend/cpu"
-	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/runtime"
@@ -27,19 +29,17 @@ type Config struct {
 	Batch     int
 	Seed      uint64
 	Budget    int64 // bytes; <= 0: no budget
-	// InputBudget is the input pipeline's budget of a run planned for a
-	// stream (New with no data set; FitStream): counted in the plan as
-	// input, the most the pipeline may hold. FitStream uses it when its
-	// data.Config has no budget.
+	// InputBudget is the input pipeline's budget when the training
+	// batches come through one (Augmented, Pipeline, a streamed FromSet):
+	// reserved in the plan as input, the most the pipeline may hold (0:
+	// data.PipelineBudget of the batch and the examples' size).
 	InputBudget int64
 	// BudgetSource says where Budget came from, for reports ("--budget
 	// 100MiB", "the container's memory limit (...) of 200.00 MiB ...").
 	BudgetSource string
 	// EvalBatch is the batch size of evaluation (0: Batch).
 	EvalBatch int
-	// Validation, when set, is evaluated at the end of each epoch.
-	Validation *data.Examples
-	Callbacks  []Callback
+	Callbacks []Callback
 	// CheckpointDir, when set, receives a checkpoint at each epoch end;
 	// with Resume, training continues from the newest one there.
 	CheckpointDir   string
@@ -63,9 +63,12 @@ type Config struct {
 	// Threads is how many threads the step's kernels are planned for (0:
 	// one); set kernels.SetThreads to match.
 	Threads int
-	// Backend runs the steps (nil: the host, backend/cpu, planned for
-	// Threads). backend/sim runs them on a simulated device.
+	// Backend runs the steps (nil: the host, backend/cpu, with Threads
+	// threads, which the trainer closes with itself). backend/sim runs
+	// them on a simulated device.
 	Backend runtime.Backend
+	// ownBackend: defaults made Backend, and Close closes it
+	ownBackend bool
 	// MaxSteps, when > 0, ends training after that many optimizer steps
 	// (the epoch in progress ends there).
 	MaxSteps int64
@@ -88,13 +91,14 @@ type Config struct {
 	// the check off (it forces two garbage collections per epoch).
 	StrictMemory bool
 	NoWatchdog   bool
-	// Precision is "float32" (or ""), "mixed_bfloat16" or "mixed_float16":
-	// weights, optimizer state, the loss and the logits stay float32; each
-	// other layer output is kept for the backward pass as a 16-bit copy.
-	// mixed_float16 adds dynamic loss scaling (PyTorch GradScaler's
-	// defaults: scale 65536, halved and the step skipped when a gradient is
-	// not finite, doubled after 2000 good steps).
-	Precision string
+	// Precision is the policy (step.Float32, the zero value;
+	// step.MixedBFloat16, step.MixedFloat16): weights, optimizer state,
+	// the loss and the logits stay float32; each other layer output is
+	// kept for the backward pass as a 16-bit copy. mixed_float16 adds
+	// dynamic loss scaling (PyTorch GradScaler's defaults: scale 65536,
+	// halved and the step skipped when a gradient is not finite, doubled
+	// after 2000 good steps).
+	Precision step.Precision
 	// Remat recomputes activations in the backward pass instead of keeping
 	// them, but for every ⌈√L⌉-th layer output (gradient checkpointing).
 	Remat bool
@@ -138,15 +142,35 @@ func (c *Config) defaults() {
 		c.KeepCheckpoints = 3
 	}
 	if c.Backend == nil {
-		c.Backend = cpu.New(c.Threads)
+		c.Backend, c.ownBackend = cpu.New(c.Threads), true
 	}
+}
+
+// check refuses a configuration no run can have.
+func (c *Config) check() error {
+	if c.Model == nil || c.Batch <= 0 || c.Epochs < 0 {
+		return errors.New("train: a model, a positive batch size and epochs >= 0 are required")
+	}
+	sc := c.stepConfig()
+	if err := sc.Check(); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
+}
+
+// closeBackend closes the backend defaults made (its worker threads).
+func (c *Config) closeBackend() {
+	if cl, ok := c.Backend.(interface{ Close() }); ok && c.ownBackend {
+		cl.Close()
+	}
+	c.ownBackend = false
 }
 
 // stepConfig is the step builder's configuration of the run.
 func (c *Config) stepConfig() step.Config {
 	prec := c.Precision
 	if c.storage == StorageFloat32 {
-		prec = "float32"
+		prec = step.Float32
 	}
 	s := step.Config{Model: c.Model, Loss: c.Loss, Losses: c.Losses, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: prec,
 		Float32Storage: c.storage == StorageFloat32Activations,
@@ -178,7 +202,9 @@ func (c *Config) ranks() int {
 // accumulate is the number of micro-batches per update (at least 1).
 func (c *Config) accumulate() int { return max(1, c.Accumulate) }
 
-func (c *Config) lossScaling() bool { return c.Precision == "mixed_float16" && c.storage == StorageLow }
+func (c *Config) lossScaling() bool {
+	return c.Precision == step.MixedFloat16 && c.storage == StorageLow
+}
 
 // sharded reports whether the optimizer state is sharded over the
 // processes (ZeRO stage 1).

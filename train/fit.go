@@ -1,9 +1,11 @@
 package train
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"github.com/headroom-ml/headroom/data"
@@ -31,7 +33,7 @@ type History struct {
 	Steps         int64
 	FirstLoss     float64
 	LastLoss      float64
-	SamplesPerSec float64 // excluding the first Warmup steps
+	SamplesPerSec float64 // excluding the first Warmup steps (of a shorter run, over all its steps)
 	TrainSeconds  float64
 	StartEpoch    int // epochs already done when Fit began (resume)
 	StoppedEarly  bool
@@ -65,16 +67,13 @@ type History struct {
 	Growth       []mem.Entry
 }
 
-// Fit trains on data for cfg.Epochs epochs (continuing from the newest
-// checkpoint with cfg.Resume) and returns the History. Each epoch visits the
-// examples in a fresh order drawn from (seed, epoch).
-func (t *Trainer) Fit(ds *data.Examples) (*History, error) {
-	if tr := t.progs["train"]; tr == nil || tr.in.x.DType() == tensor.Invalid {
-		return nil, fmt.Errorf("train: trainer was built for other data than %q", ds.Name)
-	}
-	if err := t.checkData(ds); err != nil {
-		return nil, err
-	}
+// Fit trains on the trainer's data for cfg.Epochs epochs (continuing from
+// the newest checkpoint with cfg.Resume) and returns the History. Each
+// epoch visits the examples in a fresh order drawn from (seed, epoch),
+// reads a pipeline's next pass, or draws text windows from (seed, step);
+// at its end the held-out data is evaluated. ctx ends the run's input
+// pipeline (cfg.Interrupt is how to stop a run with a checkpoint).
+func (t *Trainer) Fit(ctx context.Context) (*History, error) {
 	r, err := t.begin()
 	if err != nil {
 		return nil, err
@@ -82,52 +81,55 @@ func (t *Trainer) Fit(ds *data.Examples) (*History, error) {
 	if r.h.Done { // resumed at the end of the run: nothing to do
 		return r.finish(), nil
 	}
-	perm := make([]int, ds.N)
-	src := &examplesSource{data: ds, labels: t.labels}
-	batches := (ds.N + t.cfg.Batch - 1) / t.cfg.Batch
 	for ep := r.h.StartEpoch; ep < t.cfg.Epochs && !t.stop; ep++ {
 		e := r.epochBegin(ep)
-		shuffle(perm, t.cfg.Seed, ep)
-		for i := e.batch * t.cfg.Batch; i < ds.N && !r.done(); i += t.cfg.Batch {
-			src.idx = perm[i:min(i+t.cfg.Batch, ds.N)]
-			if err := r.update(e, len(src.idx), batches, src); err != nil {
-				return r.h, err
-			}
-			if err := r.afterStep(e, e.batch == batches); err != nil {
-				return r.h, err
-			}
+		complete, err := r.trainEpoch(ctx, e)
+		if err != nil {
+			return r.h, err
 		}
-		if err := r.epochEnd(e, e.batch == batches); err != nil {
+		if err := r.epochEnd(e, complete); err != nil {
 			return r.h, err
 		}
 	}
-	return r.finish(), nil
+	h := r.finish()
+	if t.text != nil {
+		if n := len(h.Epochs); n > 0 && !math.IsNaN(h.Epochs[n-1].ValLoss) {
+			h.ValLoss = h.Epochs[n-1].ValLoss
+		} else if h.ValLoss, err = t.evaluateText(); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
 }
 
-// batchSource fills a step program's inputs with examples [lo, hi) of the
-// batch being trained on.
-type batchSource interface {
-	// fill feeds examples [lo, hi) of the batch; label then gives the class
-	// label of row r of what it fed.
-	fill(pr *program, lo, hi int)
-	labeler
+// trainEpoch trains the batches of epoch e (from where a resumed epoch
+// stands) until they end or MaxSteps are done, and reports whether the
+// epoch is complete.
+func (r *fitRun) trainEpoch(ctx context.Context, e *epochRun) (bool, error) {
+	t := r.t
+	ef, err := t.feed.epoch(ctx, e.ep, e.batch)
+	if err != nil {
+		return false, fmt.Errorf("train: epoch %d: %w", e.ep+1, err)
+	}
+	defer ef.close()
+	batches := t.feed.batches()
+	for !r.done() {
+		src, n, err := ef.next(r.step + 1)
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("train: epoch %d: %w", e.ep+1, err)
+		}
+		if err := r.update(e, n, batches, src); err != nil {
+			return false, err
+		}
+		if err := r.afterStep(e, e.batch == batches); err != nil {
+			return false, err
+		}
+	}
+	return e.batch == batches, nil
 }
-
-// examplesSource feeds the examples idx of an in-memory data set.
-type examplesSource struct {
-	data   *data.Examples
-	labels data.LabelMode
-	idx    []int
-	base   int // the first row of the last fill
-}
-
-func (s *examplesSource) fill(pr *program, lo, hi int) {
-	s.data.Fill(pr.in.x, s.idx[lo:hi])
-	s.data.FillLabels(pr.in.y, s.idx[lo:hi], s.labels)
-	s.base = lo
-}
-
-func (s *examplesSource) label(r int) int { return int(s.data.Labels[s.idx[s.base+r]]) }
 
 // fitRun is the state of one Fit call.
 type fitRun struct {
@@ -140,6 +142,10 @@ type fitRun struct {
 	timedFrom time.Time
 	timed     int64         // examples trained after warm-up
 	paused    time.Duration // epoch-end work after warm-up
+	// a run shorter than the warm-up is timed over all its steps
+	allFrom   time.Time
+	all       int64
+	allPaused time.Duration
 	first     mem.Snapshot
 	dog       *watchdog
 	resumed   position // where a resumed run starts (its first epoch resumes mid-way)
@@ -285,6 +291,9 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		}
 	}
 	k, mb := cfg.accumulate(), t.progs["train"].batch
+	if r.allFrom.IsZero() {
+		r.allFrom = time.Now()
+	}
 	r.step++
 	e.lr = cfg.Schedule.LR(r.step) * t.lrScale
 	// this process's share of the batch: an even split over the processes
@@ -331,6 +340,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	case s > int64(cfg.Warmup):
 		r.timed += int64(n)
 	}
+	r.all += int64(n)
 	for _, c := range r.callbacks {
 		if b, ok := c.(BatchEnder); ok {
 			b.OnBatchEnd(e.ep+1, e.updates, batches, loss)
@@ -379,14 +389,14 @@ func (r *fitRun) epochEnd(e *epochRun, complete bool) error {
 	pause := time.Now()
 	log := EpochLog{Epoch: e.ep + 1, Loss: e.lossSum / float64(max(e.updates, 1)), Accuracy: ratio(e.correct, e.seen),
 		ValLoss: math.NaN(), ValAccuracy: math.NaN(), LR: e.lr, Steps: r.step}
-	if cfg.Validation != nil {
-		vl, va, err := t.Evaluate(cfg.Validation)
+	if t.heldOut != nil {
+		vl, va, err := t.Evaluate(t.heldOut)
 		if err != nil {
 			return err
 		}
 		log.ValLoss, log.ValAccuracy = vl, va
-	} else if t.validate != nil {
-		vl, err := t.validate()
+	} else if t.text != nil && !t.noValidation {
+		vl, err := t.evaluateText()
 		if err != nil {
 			return err
 		}
@@ -417,6 +427,9 @@ func (r *fitRun) epochEnd(e *epochRun, complete bool) error {
 	if !r.timedFrom.IsZero() {
 		r.paused += time.Since(pause)
 	}
+	if !r.allFrom.IsZero() {
+		r.allPaused += time.Since(pause)
+	}
 	return nil
 }
 
@@ -424,8 +437,11 @@ func (r *fitRun) finish() *History {
 	h, t := r.h, r.t
 	h.Steps = r.step
 	h.TrainSeconds = time.Since(r.start).Seconds()
-	if r.timed > 0 {
+	switch {
+	case r.timed > 0:
 		h.SamplesPerSec = float64(r.timed) / (time.Since(r.timedFrom) - r.paused).Seconds()
+	case r.all > 0: // fewer steps than the warm-up: time them all
+		h.SamplesPerSec = float64(r.all) / (time.Since(r.allFrom) - r.allPaused).Seconds()
 	}
 	h.StoppedEarly = t.stop
 	h.SkippedSteps, h.LossScale = t.skipped, t.lossScale
@@ -482,16 +498,6 @@ func (t *Trainer) scaleAfter(finite bool) {
 	}
 }
 
-// shuffle sets perm to the permutation of epoch ep under seed (Fisher-Yates
-// over the identity): a pure function of (seed, ep, len(perm)).
-func shuffle(perm []int, seed uint64, ep int) {
-	for i := range perm {
-		perm[i] = i
-	}
-	rng := rand.New(rand.NewPCG(seed, uint64(ep)+0x5eed))
-	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-}
-
 // Evaluate returns the mean loss and the accuracy (NaN without class
 // labels) of the model on data, in inference mode.
 func (t *Trainer) Evaluate(ds *data.Examples) (loss, acc float64, err error) {
@@ -507,29 +513,18 @@ func (t *Trainer) Evaluate(ds *data.Examples) (loss, acc float64, err error) {
 	return sum / float64(ds.N), ratio(correct, seen), err
 }
 
-// Predict returns the model's outputs for data (probabilities for a
-// softmax model), [N, ...] float64 values in example order.
-func (t *Trainer) Predict(ds *data.Examples) ([]float64, error) {
-	var out []float64
-	err := t.forEachEval(ds, func(pr *program, _ *examplesSource) {
-		for i := 0; i < pr.out.Len(); i++ {
-			out = append(out, pr.out.Float64At(i))
-		}
-	})
-	return out, err
-}
-
 // forEachEval runs the evaluation programs over data in order.
 func (t *Trainer) forEachEval(ds *data.Examples, each func(*program, *examplesSource)) error {
 	ev := t.progs["eval"]
 	if ev == nil {
-		return fmt.Errorf("train: no evaluation program (give Config.Validation to New)")
+		return fmt.Errorf("train: no evaluation program (give New held-out data)")
 	}
-	if err := t.checkData(ds); err != nil {
+	if err := t.checkExamples(ds); err != nil {
 		return err
 	}
+	mode, _ := ds.LabelsFor(t.spec.Outputs[0].LabelType, t.spec.Outputs[0].LabelShape)
 	idx := make([]int, ev.batch)
-	src := &examplesSource{data: ds, labels: t.labels}
+	src := &examplesSource{data: ds, labels: mode}
 	for i := 0; i < ds.N; i += ev.batch {
 		pr := ev
 		if ds.N-i < ev.batch {

@@ -1,10 +1,12 @@
 package train_test
 
 import (
-	"github.com/headroom-ml/headroom/data"
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/headroom-ml/headroom/data"
 
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/nn"
@@ -40,11 +42,17 @@ func mlp() *nn.Sequential {
 
 func fit(t *testing.T, cfg train.Config, data *data.Examples) (*train.Trainer, *train.History) {
 	t.Helper()
-	tr, err := train.New(cfg, data)
+	return fitOn(t, cfg, train.InMemory(data, nil))
+}
+
+// fitOn trains a new trainer on d and returns it with its history.
+func fitOn(t *testing.T, cfg train.Config, d *train.Data) (*train.Trainer, *train.History) {
+	t.Helper()
+	tr, err := train.New(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := tr.Fit(data)
+	h, err := tr.Fit(context.Background())
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)
@@ -56,8 +64,8 @@ func TestFitLearnsAndMatchesPlan(t *testing.T) {
 	data := blobs(1, 1000, 8, 4)
 	test := blobs(1, 300, 8, 4) // same clusters (same seed), other draws
 	test = test.Slice("test", 0, 300)
-	cfg := train.Config{Model: mlp(), Epochs: 5, Batch: 64, Seed: 3, Validation: test}
-	tr, h := fit(t, cfg, data)
+	cfg := train.Config{Model: mlp(), Epochs: 5, Batch: 64, Seed: 3}
+	tr, h := fitOn(t, cfg, train.InMemory(data, test))
 	defer tr.Close()
 	last := h.Epochs[len(h.Epochs)-1]
 	t.Logf("epochs %+v", h.Epochs)
@@ -107,9 +115,9 @@ func TestPackingIsPlanned(t *testing.T) {
 	for _, threads := range []int{1, 2} {
 		old := kernels.Threads()
 		kernels.SetThreads(threads)
-		cfg := train.Config{Model: mlp(), Epochs: 2, Batch: 64, Seed: 3, Validation: blobs(1, 100, 8, 4), Threads: threads}
+		cfg := train.Config{Model: mlp(), Epochs: 2, Batch: 64, Seed: 3, Threads: threads}
 		misses := kernels.ScratchMisses()
-		tr, h := fit(t, cfg, ds)
+		tr, h := fitOn(t, cfg, train.InMemory(ds, blobs(1, 100, 8, 4)))
 		if d := kernels.ScratchMisses() - misses; d != 0 {
 			t.Errorf("%d threads: %d products packed outside the planned scratch", threads, d)
 		}
@@ -119,4 +127,11 @@ func TestPackingIsPlanned(t *testing.T) {
 		tr.Close()
 		kernels.SetThreads(old)
 	}
+}
+
+// described is data of n examples of shape with class labels, known by
+// its description alone: for plans without a data set.
+func described(shape tensor.Shape, n, classes int) *train.Data {
+	return train.Described(data.SetInfo{Train: &data.Examples{Name: "described", Shape: shape, N: n, Classes: classes},
+		Labels: data.LabelKind{Class: true, Classes: classes}})
 }

@@ -41,8 +41,8 @@ func TestOutputMustMatchLabels(t *testing.T) {
 		}}, nil, []string{"[28, 28, 1]", "[8, 8, 1]"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := train.Config{Model: c.model, Loss: c.loss, Epochs: 1, Batch: 32, Validation: testSet}
-			tr, err := train.New(cfg, trainSet)
+			cfg := train.Config{Model: c.model, Loss: c.loss, Epochs: 1, Batch: 32}
+			tr, err := train.New(cfg, train.InMemory(trainSet, testSet))
 			if err == nil {
 				tr.Close()
 				t.Fatal("New: nil error, want the mismatch refused before step 1")
@@ -52,11 +52,8 @@ func TestOutputMustMatchLabels(t *testing.T) {
 					t.Errorf("error %q does not name %q", err, w)
 				}
 			}
-			if _, _, err := train.PlanFor(cfg, trainSet.N, testSet.N); err == nil {
-				// PlanFor plans without data; CheckData is what plan uses
-				if err := train.CheckData(cfg, trainSet); err == nil {
-					t.Error("CheckData: nil error, want the mismatch")
-				}
+			if _, err := train.PlanFor(cfg, train.InMemory(trainSet, testSet)); err == nil {
+				t.Error("PlanFor: nil error, want the mismatch")
 			}
 		})
 	}
@@ -84,8 +81,8 @@ func TestDistributionLossesOverClassLabels(t *testing.T) {
 				&nn.Dense{LayerName: "dense", Units: 64, Activation: "relu"},
 				&nn.Dense{LayerName: "dense_1", Units: 10, Activation: c.act},
 			}}
-			cfg := train.Config{Model: m, Loss: c.loss, Epochs: 8, Batch: 32, Seed: 1, Validation: testSet}
-			tr, h := fit(t, cfg, trainSet)
+			cfg := train.Config{Model: m, Loss: c.loss, Epochs: 8, Batch: 32, Seed: 1}
+			tr, h := fitOn(t, cfg, train.InMemory(trainSet, testSet))
 			defer tr.Close()
 			for _, e := range h.Epochs {
 				for _, a := range []float64{e.Accuracy, e.ValAccuracy} {
@@ -111,8 +108,8 @@ func TestBinaryAccuracy(t *testing.T) {
 		&nn.Dense{LayerName: "dense", Units: 16, Activation: "relu"},
 		&nn.Dense{LayerName: "dense_1", Units: 1, Activation: "sigmoid"},
 	}}
-	cfg := train.Config{Model: m, Loss: nn.BinaryCrossentropy{}, Epochs: 5, Batch: 32, Seed: 1, Validation: test}
-	tr, h := fit(t, cfg, ds)
+	cfg := train.Config{Model: m, Loss: nn.BinaryCrossentropy{}, Epochs: 5, Batch: 32, Seed: 1}
+	tr, h := fitOn(t, cfg, train.InMemory(ds, test))
 	defer tr.Close()
 	last := h.Epochs[len(h.Epochs)-1]
 	if last.Accuracy < 0.9 || last.Accuracy > 1 || last.ValAccuracy < 0.9 || last.ValAccuracy > 1 {

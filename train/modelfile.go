@@ -3,11 +3,13 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train/checkpoint"
 )
@@ -46,11 +48,23 @@ type Registered struct {
 	Classes int          `json:"classes"`
 }
 
+// Metadata keys of the files language models were saved in before model
+// files held them (the model's name, window and vocabulary): LoadModel
+// reads those files as a registered model.
+const (
+	KeySeqModel   = "headroom.seq.model"
+	KeySeqContext = "headroom.seq.context"
+	KeySeqVocab   = "headroom.seq.vocab"
+)
+
 // ModelFile is a model loaded from a model file: the model, its weights by
 // variable name, and how its data is read.
 type ModelFile struct {
-	Path          string
-	Model         nn.Model
+	Path  string
+	Model nn.Model
+	// Registered is the nn.NewModel call that builds the model, when the
+	// file names one (a model written as Go code; the language models).
+	Registered    *Registered
 	Weights       map[string]tensor.Tensor
 	Preprocessing data.Preprocessing
 	Loss          nn.Loss // nil when the file names none
@@ -131,20 +145,21 @@ func LoadModel(path string) (*ModelFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	if f.Meta[KeyFormat] != modelFileFormat {
+	legacyText := f.Meta[KeyFormat] == "" && f.Meta[KeySeqModel] != ""
+	if f.Meta[KeyFormat] != modelFileFormat && !legacyText {
 		return nil, fmt.Errorf("train: %s is not a headroom model file (a checkpoint, or another program's safetensors?): its metadata has no %s=%s", path, KeyFormat, modelFileFormat)
 	}
 	mf := &ModelFile{Path: path, Weights: map[string]tensor.Tensor{}, Meta: f.Meta}
+	if mf.Registered, err = registered(f.Meta, legacyText); err != nil {
+		return nil, fmt.Errorf("train: %s: %w", path, err)
+	}
 	switch {
 	case f.Meta[KeyArchitecture] != "":
 		if mf.Model, err = nn.LoadModel([]byte(f.Meta[KeyArchitecture])); err != nil {
 			return nil, fmt.Errorf("train: %s: %w", path, err)
 		}
-	case f.Meta[KeyRegistered] != "":
-		var r Registered
-		if err := json.Unmarshal([]byte(f.Meta[KeyRegistered]), &r); err != nil {
-			return nil, fmt.Errorf("train: %s: %s: %w", path, KeyRegistered, err)
-		}
+	case mf.Registered != nil:
+		r := mf.Registered
 		if mf.Model, err = nn.NewModel(r.Name, r.Input, r.Classes); err != nil {
 			return nil, fmt.Errorf("train: %s: %w", path, err)
 		}
@@ -170,31 +185,43 @@ func LoadModel(path string) (*ModelFile, error) {
 	return mf, nil
 }
 
+// registered reads the registered model a file's metadata names: its
+// KeyRegistered, or a language model's legacy keys.
+func registered(meta map[string]string, legacyText bool) (*Registered, error) {
+	if legacyText {
+		ctx, err1 := strconv.Atoi(meta[KeySeqContext])
+		vocab, err2 := strconv.Atoi(meta[KeySeqVocab])
+		if err1 != nil || err2 != nil || ctx < 1 || vocab < 1 {
+			return nil, fmt.Errorf("the language model's %s or %s is not a positive number", KeySeqContext, KeySeqVocab)
+		}
+		return &Registered{Name: meta[KeySeqModel], Input: tensor.Shape{ctx}, Classes: vocab}, nil
+	}
+	if meta[KeyRegistered] == "" {
+		return nil, nil
+	}
+	var r Registered
+	if err := json.Unmarshal([]byte(meta[KeyRegistered]), &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", KeyRegistered, err)
+	}
+	return &r, nil
+}
+
 // check makes sure the file holds every weight the model declares, with
 // its dtype and shape.
 func (f *ModelFile) check() error {
-	var missing []string
-	err := graph.Catch(func() {
-		g := graph.New()
-		c := nn.NewContext(g, false, 0)
-		var ins []*graph.Node
-		for _, in := range f.Model.Inputs() {
-			ins = append(ins, g.Input(in.Name, in.Type(), append(tensor.Shape{1}, in.Shape...)))
-		}
-		f.Model.Build(c, ins)
-		for _, w := range c.Weights {
-			name := w.Attr().Name
-			x, ok := f.Weights[name]
-			switch {
-			case !ok:
-				missing = append(missing, name)
-			case x.DType() != w.DType() || !x.Shape().Equal(w.Shape()):
-				missing = append(missing, fmt.Sprintf("%s (the file has %s%v, the model needs %s%v)", name, x.DType(), x.Shape(), w.DType(), w.Shape()))
-			}
-		}
-	})
+	spec, err := step.Describe(step.Config{Model: f.Model})
 	if err != nil {
 		return fmt.Errorf("train: %s: the model does not build: %w", f.Path, err)
+	}
+	var missing []string
+	for _, w := range spec.Weights {
+		x, ok := f.Weights[w.Name]
+		switch {
+		case !ok:
+			missing = append(missing, w.Name)
+		case x.DType() != w.DType || !x.Shape().Equal(w.Shape):
+			missing = append(missing, fmt.Sprintf("%s (the file has %s%v, the model needs %s%v)", w.Name, x.DType(), x.Shape(), w.DType, w.Shape))
+		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("train: %s lacks weights the model needs: %s", f.Path, strings.Join(missing, ", "))

@@ -1,11 +1,13 @@
 package train_test
 
 import (
-	"github.com/headroom-ml/headroom/data"
+	"context"
 	"math"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/headroom-ml/headroom/data"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
@@ -185,13 +187,13 @@ func fitRanks(t *testing.T, cfg train.Config, data *data.Examples) ([][]float64,
 			r := newLocalRank(group, rank)
 			defer close(r.q)
 			c.Comm = r
-			tr, err := train.New(c, data)
+			tr, err := train.New(c, train.InMemory(data, nil))
 			if err != nil {
 				errs[rank] = err
 				return
 			}
 			defer tr.Close()
-			if _, err := tr.Fit(data); err != nil {
+			if _, err := tr.Fit(context.Background()); err != nil {
 				errs[rank] = err
 				return
 			}
@@ -339,10 +341,11 @@ func TestShardedCheckpointResumes(t *testing.T) {
 func TestBucketsOverlapBackward(t *testing.T) {
 	cfg := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 1, Batch: 128, Seed: 9, BucketBytes: 1024}
 	cfg.Comm = newLocalRank(newLocalGroup(2), 0)
-	p, _, err := train.PlanFor(cfg, 1000, 0)
+	rp, err := train.PlanFor(cfg, described(tensor.Shape{8}, 1000, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := rp.Step
 	var buckets []compile.Buffer
 	for _, b := range p.Buffers {
 		if strings.HasPrefix(b.Owner, "allreduce/bucket") {

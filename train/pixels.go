@@ -23,12 +23,12 @@ func (s *examplesSource) pixelLabel(r, p int) int {
 
 // pixelScoring scores output o per pixel when d's labels are one per cell
 // of o but the last axis (the classes), else not at all.
-func pixelScoring(o step.OutputSpec, d *data.Examples) scoring {
+func pixelScoring(o step.OutputSpec, d data.LabelKind) scoring {
 	r := o.Shape.Rank()
-	if r < 2 || o.Shape[r-1] < 2 || d.Classes > o.Shape[r-1] || !tensor.Shape(o.Shape[:r-1]).Equal(d.LabelShape) {
+	if r < 2 || o.Shape[r-1] < 2 || d.Classes > o.Shape[r-1] || !tensor.Shape(o.Shape[:r-1]).Equal(d.Shape) {
 		return scoring{}
 	}
-	return scoring{kind: scorePixels, pixels: d.LabelShape.Size()}
+	return scoring{kind: scorePixels, pixels: d.Shape.Size()}
 }
 
 // countPixels returns how many pixels of out (batch first, [..., C] per

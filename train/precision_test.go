@@ -1,12 +1,14 @@
 package train_test
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -22,26 +24,19 @@ func TestMixedPrecisionHalvesActivations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := func(precision string) (act, total int64, choice train.StorageChoice, note string) {
+	plan := func(precision step.Precision) (act, total int64, choice train.StorageChoice, note string) {
 		cfg := train.Config{Model: cnn, Epochs: 1, Batch: 128, Precision: precision}
-		p, totals, err := train.PlanFor(cfg, 1280, 0)
+		rp, err := train.PlanFor(cfg, described(tensor.Shape{28, 28, 1}, 1280, 10))
 		if err != nil {
 			t.Fatal(err)
 		}
-		choice, note, err = train.StorageFor(cfg, 1280, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range totals {
-			total += b
-		}
-		return p.Totals[mem.Activation], total, choice, note
+		return rp.Step.Totals[mem.Activation], rp.Peak, rp.Storage, rp.StorageNote
 	}
-	f32, f32Total, _, _ := plan("float32")
+	f32, f32Total, _, _ := plan(step.Float32)
 	for _, c := range []struct {
-		precision string
+		precision step.Precision
 		want      train.StorageChoice
-	}{{"mixed_bfloat16", train.StorageLow}, {"mixed_float16", train.StorageFloat32}} {
+	}{{step.MixedBFloat16, train.StorageLow}, {step.MixedFloat16, train.StorageFloat32}} {
 		low, total, choice, note := plan(c.precision)
 		t.Logf("%s: activations %s vs float32 %s (%.3fx); run %s vs %s; %v %s", c.precision, mem.FormatBytes(low), mem.FormatBytes(f32),
 			float64(low)/float64(f32), mem.FormatBytes(total), mem.FormatBytes(f32Total), choice, note)
@@ -70,14 +65,14 @@ func TestMixedPrecisionPeakNotAboveFloat32(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peak := func(precision string) int64 {
-		p, _, err := train.PlanFor(train.Config{Model: cnn, Epochs: 1, Batch: 128, Precision: precision}, 1280, 0)
+	peak := func(precision step.Precision) int64 {
+		rp, err := train.PlanFor(train.Config{Model: cnn, Epochs: 1, Batch: 128, Precision: precision}, described(tensor.Shape{28, 28, 1}, 1280, 10))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p.Peak
+		return rp.Step.Peak
 	}
-	f32, bf16 := peak("float32"), peak("mixed_bfloat16")
+	f32, bf16 := peak(step.Float32), peak(step.MixedBFloat16)
 	t.Logf("peak: mixed_bfloat16 %s, float32 %s", mem.FormatBytes(bf16), mem.FormatBytes(f32))
 	if bf16 > f32 {
 		t.Errorf("mixed_bfloat16 plans a peak of %d B, above float32's %d B", bf16, f32)
@@ -86,10 +81,10 @@ func TestMixedPrecisionPeakNotAboveFloat32(t *testing.T) {
 
 func TestMixedPrecisionTrains(t *testing.T) {
 	data := blobs(4, 1000, 8, 4)
-	for _, p := range []string{"mixed_bfloat16", "mixed_float16"} {
-		t.Run(p, func(t *testing.T) {
-			cfg := train.Config{Model: mlp(), Epochs: 5, Batch: 64, Seed: 3, Precision: p, Validation: data.Slice("val", 0, 300)}
-			tr, h := fit(t, cfg, data)
+	for _, p := range []step.Precision{step.MixedBFloat16, step.MixedFloat16} {
+		t.Run(p.String(), func(t *testing.T) {
+			cfg := train.Config{Model: mlp(), Epochs: 5, Batch: 64, Seed: 3, Precision: p}
+			tr, h := fitOn(t, cfg, train.InMemory(data, data.Slice("val", 0, 300)))
 			defer tr.Close()
 			acc := h.Epochs[len(h.Epochs)-1].ValAccuracy
 			if acc < 0.9 {
@@ -98,7 +93,7 @@ func TestMixedPrecisionTrains(t *testing.T) {
 			if h.MeasuredPeak != tr.Planned {
 				t.Errorf("measured %d, planned %d", h.MeasuredPeak, tr.Planned)
 			}
-			if p == "mixed_float16" && h.SkippedSteps != 0 {
+			if p == step.MixedFloat16 && h.SkippedSteps != 0 {
 				t.Errorf("%d steps skipped on well-scaled data", h.SkippedSteps)
 			}
 		})
@@ -113,8 +108,8 @@ func TestFloat16OverflowSkipsTheStep(t *testing.T) {
 	for i := range data.Floats {
 		data.Floats[i] *= 1e5 // dense(32) outputs far beyond float16's 65504
 	}
-	cfg := train.Config{Model: mlp(), Epochs: 1, Batch: 64, Seed: 3, Precision: "mixed_float16"}
-	tr, err := train.New(cfg, data)
+	cfg := train.Config{Model: mlp(), Epochs: 1, Batch: 64, Seed: 3, Precision: step.MixedFloat16}
+	tr, err := train.New(cfg, train.InMemory(data, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +121,7 @@ func TestFloat16OverflowSkipsTheStep(t *testing.T) {
 			before[v.Name] = append(before[v.Name], x.Float64At(i))
 		}
 	}
-	h, err := tr.Fit(data)
+	h, err := tr.Fit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,11 +142,11 @@ func TestFloat16OverflowSkipsTheStep(t *testing.T) {
 // TestDescribeWhenNothingFits: with no candidate under the budget, the
 // report does not call the smallest one a choice.
 func TestDescribeWhenNothingFits(t *testing.T) {
-	none := []train.Candidate{{Accumulate: 4, MicroBatch: 8, Precision: "float32", Peak: 2 << 20}, {Accumulate: 1, MicroBatch: 32, Precision: "float32", Peak: 4 << 20}}
+	none := []train.Candidate{{Accumulate: 4, MicroBatch: 8, Precision: step.Float32, Peak: 2 << 20}, {Accumulate: 1, MicroBatch: 32, Precision: step.Float32, Peak: 4 << 20}}
 	if got := train.Describe(none); strings.Contains(got, "chose") || !strings.Contains(got, "no plan that fits") || strings.Count(got, "does not fit") != 2 {
 		t.Errorf("Describe with nothing that fits:\n%s", got)
 	}
-	some := []train.Candidate{{Accumulate: 1, MicroBatch: 32, Precision: "float32", Peak: 1 << 20, Fits: true}, none[0]}
+	some := []train.Candidate{{Accumulate: 1, MicroBatch: 32, Precision: step.Float32, Peak: 1 << 20, Fits: true}, none[0]}
 	if got := train.Describe(some); !strings.HasPrefix(got, "fit-to-budget chose: 1 x micro-batch 32") || !strings.Contains(got, "rejected: 4 x micro-batch 8") {
 		t.Errorf("Describe with a choice:\n%s", got)
 	}

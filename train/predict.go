@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/compile"
@@ -21,7 +22,8 @@ import (
 // predict, no gradients, no optimizer state, no saved activations.
 type PredictConfig struct {
 	Model nn.Model
-	// Weights gives each variable's value by name (a ModelFile's Weight).
+	// Weights gives each variable's value by name (a ModelFile's Weight,
+	// a Trainer's Weight).
 	Weights func(name string) (tensor.Tensor, bool)
 	// Batch is how many examples the input pipeline hands over at once
 	// (Keras' batch_size); MicroBatch (0: Batch) is how many one run of the
@@ -36,22 +38,28 @@ type PredictConfig struct {
 	// Scale multiplies uint8 features (pixels) as they are fed (0: 1).
 	Scale   float64
 	Threads int
-	Backend runtime.Backend // nil: the host (backend/cpu)
-	Budget  int64           // bytes; <= 0: no budget
+	Backend runtime.Backend // nil: the host (backend/cpu), which Close closes
+	Budget  int64           // bytes, the pipeline's included; <= 0: no budget
+	// InputBudget is the input pipeline's reservation (0:
+	// data.PipelineBudget of Batch and the model's input).
+	InputBudget int64
 }
 
 // Predictor holds a model's inference (and evaluation) step and its
 // weights in memory reserved once: the plan is known before the first
 // batch, and running allocates nothing.
 type Predictor struct {
-	cfg    PredictConfig
-	engine *runtime.Engine
-	arena  *runtime.Arena
-	progs  map[string]*program
-	xName  string
-	// Plan is the inference (or evaluation) step's plan; Planned is what the predictor reserves in all (the
-	// programs' shared arena, the weights, each program's inputs and
-	// outputs, the backend's scratch), PlannedTotals its split.
+	cfg        PredictConfig
+	ownBackend bool
+	engine     *runtime.Engine
+	session    *runtime.Session
+	pr         *program
+	xName      string
+	pipeline   *mem.Ledger
+	// Plan is the inference (or evaluation) step's plan; Planned is what
+	// the predictor reserves in all (the step's session: its arena, the
+	// weights, its inputs and outputs, the backend's scratch; and the input
+	// pipeline's reservation), PlannedTotals its split.
 	Plan          *compile.Plan
 	Planned       int64
 	PlannedTotals [mem.NumCategories]int64
@@ -59,10 +67,10 @@ type Predictor struct {
 }
 
 // NewPredictor compiles the inference step (with Evaluate, the
-// evaluation step) at MicroBatch, reserves their memory on a new engine
-// and sets the weights. It fails before reserving anything with a
-// *mem.OOMError when Budget cannot hold the plan, and when a weight the
-// model needs is missing or has another shape.
+// evaluation step) at MicroBatch, reserves its memory and the input
+// pipeline's on a new engine and sets the weights. It fails before
+// reserving anything with a *mem.OOMError when Budget cannot hold the
+// plan, and when a weight the model needs is missing or has another shape.
 func NewPredictor(cfg PredictConfig) (*Predictor, error) {
 	if cfg.Model == nil || cfg.Batch <= 0 || cfg.MicroBatch < 0 {
 		return nil, errors.New("train: a model and a positive batch size are required")
@@ -73,22 +81,42 @@ func NewPredictor(cfg PredictConfig) (*Predictor, error) {
 	if cfg.Loss == nil {
 		cfg.Loss = nn.SparseCategoricalCrossentropy{}
 	}
+	p := &Predictor{cfg: cfg}
 	if cfg.Backend == nil {
-		cfg.Backend = cpu.New(cfg.Threads)
+		p.cfg.Backend, p.ownBackend = cpu.New(cfg.Threads), true
 	}
+	ok := false
+	defer func() {
+		if !ok {
+			p.Close()
+		}
+	}()
 	ins := cfg.Model.Inputs()
 	if len(ins) != 1 {
 		return nil, fmt.Errorf("train: the model has %d inputs; prediction feeds one", len(ins))
 	}
-	sc := step.Config{Model: cfg.Model, Loss: cfg.Loss, Target: cfg.Backend}
-	specs, err := step.Outputs(sc)
+	sc := step.Config{Model: cfg.Model, Loss: cfg.Loss, Target: p.cfg.Backend}
+	spec, err := step.Describe(sc)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	p := &Predictor{cfg: cfg, xName: ins[0].Name, progs: map[string]*program{}, spec: specs[0]}
-	b := cfg.MicroBatch
+	p.xName, p.spec = ins[0].Name, spec.Outputs[0]
+	prog, err := p.compile(sc)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.reserve(prog, ins[0]); err != nil {
+		return nil, err
+	}
+	ok = true
+	return p, nil
+}
+
+// compile builds the inference or evaluation step at MicroBatch.
+func (p *Predictor) compile(sc step.Config) (*compile.Program, error) {
+	b := p.cfg.MicroBatch
 	key, mode, build := "infer", step.Infer, (*step.Builder).Standard
-	if cfg.Evaluate {
+	if p.cfg.Evaluate {
 		// the per-example losses, so that a padded last run counts only
 		// its examples
 		key, mode, build = "evaluate", step.Eval, func(bl *step.Builder) {
@@ -101,42 +129,47 @@ func NewPredictor(cfg PredictConfig) (*Predictor, error) {
 		return nil, fmt.Errorf("train: building the %s step (batch %d): %w", key, b, err)
 	}
 	prog.Name = key
-	p.progs[key] = &program{p: prog, batch: b, mode: mode}
+	p.pr = &program{p: prog, batch: b, mode: mode}
 	p.Plan = prog.Plan
-	totals, share := planned(p.progs)
-	p.Planned, p.PlannedTotals = sum(totals), totals
+	return prog, nil
+}
+
+// reserve checks the plan against the budget, then reserves the input
+// pipeline and the step's session and sets the weights.
+func (p *Predictor) reserve(prog *compile.Program, in nn.Input) error {
+	cfg := &p.cfg
+	res := runtime.Reserve([]*compile.Program{prog})
+	pipe := cfg.InputBudget
+	if pipe <= 0 {
+		pipe = data.PipelineBudget(cfg.Batch, int64(in.Shape.Size()*4+8))
+	}
+	pipe = mem.Align(pipe)
+	p.PlannedTotals = res.Totals
+	p.PlannedTotals[mem.Input] += pipe
+	p.Planned = sum(p.PlannedTotals)
 	if cfg.Budget > 0 && p.Planned > cfg.Budget {
-		oom := p.Plan.OOM(key, cfg.Budget)
-		oom.Ledger, oom.Owner, oom.Request, oom.Totals = "budget", fmt.Sprintf("inference (micro-batch %d)", b), p.Planned, totals
-		return nil, oom
+		oom := p.Plan.OOM(prog.Name, cfg.Budget)
+		oom.Ledger, oom.Owner, oom.Request, oom.Totals = "budget", fmt.Sprintf("inference (micro-batch %d)", cfg.MicroBatch), p.Planned, p.PlannedTotals
+		return oom
 	}
 	p.engine = runtime.NewEngine(cfg.Backend, cfg.Budget)
-	ok := false
-	defer func() {
-		if !ok {
-			p.Close()
-		}
-	}()
-	if p.arena, err = p.engine.ReserveArena("arena", share); err != nil {
-		return nil, err
+	if err := p.engine.HostLedger().Charge(mem.Input, "input pipeline", pipe); err != nil {
+		return err
 	}
-	if err := p.engine.ReserveScratch(scratchOf(p.progs)); err != nil {
-		return nil, err
+	p.pipeline = mem.NewLedger("input pipeline", pipe)
+	s, err := p.engine.Open(prog)
+	if err != nil {
+		return err
 	}
-	for _, key := range sortedKeys(p.progs) {
-		pr := p.progs[key]
-		if pr.x, err = p.engine.LoadIn(pr.p, p.arena); err != nil {
-			return nil, err
-		}
-		if err := pr.bindInfer(p.xName); err != nil {
-			return nil, err
-		}
+	p.session = s
+	p.pr.x, _ = s.Program(prog.Name)
+	if err := p.pr.bindInfer(p.xName); err != nil {
+		return err
 	}
-	if err := p.setWeights(); err != nil {
-		return nil, err
+	if err := p.engine.SetValues(cfg.Weights, nil); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
-	ok = true
-	return p, nil
+	return nil
 }
 
 // bindInfer binds an inference or evaluation program's input, labels,
@@ -160,45 +193,35 @@ func (pr *program) bindInfer(xName string) error {
 	return nil
 }
 
-// setWeights copies every variable's value from cfg.Weights.
-func (p *Predictor) setWeights() error {
-	for _, v := range p.engine.Variables() {
-		w, ok := p.cfg.Weights(v.Name)
-		if !ok {
-			return fmt.Errorf("train: no value for the model's weight %q", v.Name)
-		}
-		if w.DType() != v.DType || !w.Shape().Equal(v.Shape) {
-			return fmt.Errorf("train: weight %q is %s%v, the model needs %s%v", v.Name, w.DType(), w.Shape(), v.DType, v.Shape)
-		}
-		if err := update(v, func(x tensor.Tensor) error { copy(x.Bytes(), w.Bytes()); return nil }); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Engine returns the engine holding the weights and the plan's memory.
 func (p *Predictor) Engine() *runtime.Engine { return p.engine }
 
 // MicroBatch returns how many examples one run of the step computes.
 func (p *Predictor) MicroBatch() int { return p.cfg.MicroBatch }
 
+// PipelineBytes returns the input pipeline's reservation.
+func (p *Predictor) PipelineBytes() int64 {
+	if p.pipeline == nil {
+		return 0
+	}
+	return p.pipeline.Budget()
+}
+
 // Close releases everything the predictor reserved.
 func (p *Predictor) Close() {
-	for _, pr := range p.progs {
-		if pr.x != nil {
-			pr.x.Close()
-			pr.x = nil
-		}
-	}
-	if p.arena != nil {
-		p.arena.Release()
-		p.arena = nil
-	}
 	if p.engine != nil {
-		p.engine.ReleaseScratch()
+		p.session.Close()
+		p.session = nil
+		if p.pipeline != nil {
+			p.engine.HostLedger().Release(mem.Input, "input pipeline", p.pipeline.Budget())
+			p.pipeline = nil
+		}
 		p.engine.Close()
 		p.engine = nil
+	}
+	if cl, ok := p.cfg.Backend.(interface{ Close() }); ok && p.ownBackend {
+		cl.Close()
+		p.ownBackend = false
 	}
 }
 
@@ -206,15 +229,14 @@ func (p *Predictor) Close() {
 // are ignored) and calls each with the outputs of the batch's n examples,
 // [n, ...] in order: what the model's last layer computes (probabilities
 // after a final softmax). The tensor is valid until each returns. The
-// pipeline's buffers are charged to the predictor's ledger under
-// dcfg.Budget.
-func (p *Predictor) Predict(ctx context.Context, ds data.Dataset[data.Batch], dcfg data.Config, each func(out tensor.Tensor) error) error {
-	pr := p.progs["infer"]
-	if pr == nil {
+// pipeline's buffers come out of the predictor's reservation for them.
+func (p *Predictor) Predict(ctx context.Context, ds data.Dataset[data.Batch], each func(out tensor.Tensor) error) error {
+	pr := p.pr
+	if pr.mode != step.Infer {
 		return errors.New("train: the predictor was built to evaluate, not to predict")
 	}
 	rowOut := pr.out.Len() / pr.batch
-	return p.run(ctx, ds, dcfg, pr, func(b data.Batch, lo, n int) error {
+	return p.run(ctx, ds, pr, func(b data.Batch, lo, n int) error {
 		view, err := tensor.FromBytes(pr.out.DType(), append(tensor.Shape{n}, pr.out.Shape()[1:]...),
 			pr.out.Bytes()[:n*rowOut*pr.out.DType().Size()])
 		if err != nil {
@@ -228,15 +250,15 @@ func (p *Predictor) Predict(ctx context.Context, ds data.Dataset[data.Batch], dc
 // when it does not apply: regression targets), as Keras' evaluate. The
 // labels are class indices (converted to what the loss needs, as Fit
 // does) or float targets.
-func (p *Predictor) Evaluate(ctx context.Context, ds data.Dataset[data.Batch], dcfg data.Config, classes int) (loss, acc float64, n int, err error) {
-	pr := p.progs["evaluate"]
-	if pr == nil {
+func (p *Predictor) Evaluate(ctx context.Context, ds data.Dataset[data.Batch], classes int) (loss, acc float64, n int, err error) {
+	pr := p.pr
+	if pr.mode != step.Eval {
 		return 0, 0, 0, errors.New("train: the predictor was built without Evaluate")
 	}
-	sc := scoringFor(p.spec, &data.Examples{Labels: []int32{}, Classes: classes})
+	sc := scoringFor(p.spec, data.LabelKind{Class: true, Classes: classes})
 	var sum float64
 	correct, counted := 0, 0
-	err = p.run(ctx, ds, dcfg, pr, func(b data.Batch, lo, k int) error {
+	err = p.run(ctx, ds, pr, func(b data.Batch, lo, k int) error {
 		for r := 0; r < k; r++ {
 			sum += pr.loss.Float64At(r)
 		}
@@ -272,12 +294,8 @@ func (l batchLabels) label(r int) int { return int(l.y.Float64At(l.lo + r)) }
 // run streams ds through pr, micro-batch by micro-batch (the last one of
 // a batch padded with the previous contents), calling done with the batch,
 // the first row of the run and how many of its rows are examples.
-func (p *Predictor) run(ctx context.Context, ds data.Dataset[data.Batch], dcfg data.Config, pr *program, done func(b data.Batch, lo, n int) error) error {
-	dcfg.Ledger = p.engine.Ledger()
-	if dcfg.Name == "" {
-		dcfg.Name = "input pipeline"
-	}
-	it, err := ds.Iter(ctx, dcfg)
+func (p *Predictor) run(ctx context.Context, ds data.Dataset[data.Batch], pr *program, done func(b data.Batch, lo, n int) error) error {
+	it, err := ds.Iter(ctx, data.Config{Name: "input pipeline", Ledger: p.pipeline, Budget: p.pipeline.Budget()})
 	if err != nil {
 		return fmt.Errorf("train: opening %s: %w", ds.Name(), err)
 	}
@@ -285,7 +303,7 @@ func (p *Predictor) run(ctx context.Context, ds data.Dataset[data.Batch], dcfg d
 	mb := pr.batch
 	for {
 		b, err := it.Next()
-		if isEnd(err) {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {

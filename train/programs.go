@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/step"
@@ -98,53 +99,93 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 	return progs, nil
 }
 
-// planned returns what the programs reserve together, by category: every
-// variable once, the backend's scratch once (the largest), the largest
-// arena (split as its plan splits it), and each program's own persistent
-// buffers; and the arena's split.
-func planned(progs map[string]*program) (totals, share [mem.NumCategories]int64) {
-	type v struct {
-		cat   mem.Category
-		bytes int64
-	}
-	vars := map[string]v{}
-	var arena int64
-	for _, key := range sortedKeys(progs) {
-		pr := progs[key]
-		for _, b := range pr.p.Plan.Buffers {
-			switch b.Kind {
-			case compile.KindVariable:
-				vars[b.Name] = v{b.Category, b.Bytes}
-			case compile.KindScratch:
-				if b.Bytes > vars[b.Name].bytes {
-					vars[b.Name] = v{b.Category, b.Bytes}
-				}
-			case compile.KindArena:
-			default:
-				totals[b.Category] += b.Bytes
-			}
-		}
-		if pr.p.Plan.ArenaBytes > arena {
-			arena = pr.p.Plan.ArenaBytes
-			share = pr.p.Plan.ArenaShare
-		}
-	}
-	for _, x := range vars {
-		totals[x.cat] += x.bytes
-	}
-	for c, b := range share {
-		totals[c] += b
-	}
-	return totals, share
+// RunPlan is what a run reserves, known before it reserves anything.
+type RunPlan struct {
+	// Step is the training step's plan (full batch).
+	Step *compile.Plan
+	// Totals split Peak, everything the run reserves, by category: the
+	// programs' (see runtime.Reserve) and, as input, the examples held in
+	// memory (DataBytes) and the input pipeline's reservation
+	// (PipelineBytes).
+	Totals        [mem.NumCategories]int64
+	Peak          int64
+	DataBytes     int64
+	PipelineBytes int64
+	// Streamed: the training set is read from From every epoch.
+	Streamed bool
+	From     string
+	// Storage is what a 16-bit precision policy keeps for the backward
+	// pass, and StorageNote why when that is not its 16-bit layout.
+	Storage     StorageChoice
+	StorageNote string
+
+	trainN, evalN int // the data sizes the programs were compiled for
 }
 
-// scratchOf returns the largest backend scratch the programs need.
-func scratchOf(progs map[string]*program) int64 {
-	var s int64
-	for _, pr := range progs {
-		s = max(s, pr.p.Plan.Scratch)
+// PlanFor compiles the programs Fit would run on d and returns what the
+// run would reserve, without reserving it or reading the data (a data set
+// that can only be described by reading it is read, see Data.Describe).
+func PlanFor(cfg Config, d *Data) (*RunPlan, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	return s
+	cfg.defaults()
+	defer cfg.closeBackend()
+	if err := d.resolve(cfg.Budget); err != nil {
+		return nil, err
+	}
+	t := &Trainer{cfg: cfg, data: d, text: d.text}
+	if err := t.describe(); err != nil { // the checks New makes
+		return nil, err
+	}
+	_, rp, err := cfg.planRun(d)
+	return rp, err
+}
+
+// planRun compiles the run's programs for d and plans them with the data.
+func (c *Config) planRun(d *Data) (map[string]*program, *RunPlan, error) {
+	trainN, evalN := d.trainN(), d.info.HeldOut
+	if d.text != nil {
+		trainN, evalN = c.Batch, d.text.valWindows()
+	}
+	progs, err := c.compileAll(trainN, evalN)
+	if err != nil {
+		return nil, nil, err
+	}
+	rp, err := c.planRunWith(d, progs)
+	if err != nil {
+		return nil, nil, err
+	}
+	rp.trainN, rp.evalN = trainN, evalN
+	return progs, rp, nil
+}
+
+// planRunWith plans compiled programs with d's bytes.
+func (c *Config) planRunWith(d *Data, progs map[string]*program) (*RunPlan, error) {
+	var list []*compile.Program
+	for _, pr := range progs {
+		list = append(list, pr.p)
+	}
+	res := runtime.Reserve(list)
+	rp := &RunPlan{Step: progs["train"].p.Plan, Totals: res.Totals, Storage: c.storage, StorageNote: c.storageNote,
+		trainN: d.trainN(), evalN: d.info.HeldOut}
+	if d.text != nil {
+		rp.trainN, rp.evalN = c.Batch, d.text.valWindows()
+	}
+	rp.Streamed, rp.From = d.Streamed()
+	if c.Backend.HostAddressable() { // else host memory, beside the device's plan
+		rp.DataBytes = d.held
+	}
+	if d.fedThroughPipeline() {
+		rp.PipelineBytes = c.InputBudget
+		if rp.PipelineBytes <= 0 {
+			rp.PipelineBytes = data.PipelineBudget(c.Batch, d.exampleBytes())
+		}
+		rp.PipelineBytes = mem.Align(rp.PipelineBytes)
+	}
+	rp.Totals[mem.Input] += rp.DataBytes + rp.PipelineBytes
+	rp.Peak = sum(rp.Totals)
+	return rp, nil
 }
 
 func sum(c [mem.NumCategories]int64) int64 {
@@ -155,30 +196,32 @@ func sum(c [mem.NumCategories]int64) int64 {
 	return t
 }
 
-// PlanFor compiles the programs Fit would use for trainN training and evalN
-// evaluation examples, and returns the training step's plan and the bytes
-// the run would reserve by category (data sets excluded).
-func PlanFor(cfg Config, trainN, evalN int) (*compile.Plan, [mem.NumCategories]int64, error) {
-	cfg.defaults()
-	progs, err := cfg.compileAll(trainN, evalN)
-	if err != nil {
-		return nil, [mem.NumCategories]int64{}, err
+// MaxBatch returns the largest batch size <= limit whose run on d fits in
+// budget bytes, or 0 if none does.
+func MaxBatch(cfg Config, d *Data, budget int64, limit int) (int, error) {
+	if err := cfg.check(); err != nil {
+		return 0, err
 	}
-	totals, _ := planned(progs)
-	return progs["train"].p.Plan, totals, nil
+	cfg.defaults()
+	defer cfg.closeBackend()
+	if err := d.resolve(cfg.Budget); err != nil {
+		return 0, err
+	}
+	return cfg.maxBatch(d, budget, limit)
 }
 
-// MaxBatch returns the largest batch size <= limit whose run fits in budget
-// bytes (data sets included, as dataBytes), or 0 if none does.
-func MaxBatch(cfg Config, trainN, evalN int, dataBytes, budget int64, limit int) (int, error) {
+func (c Config) maxBatch(d *Data, budget int64, limit int) (int, error) {
 	fits := func(b int) (bool, error) {
-		c := cfg
+		c := c
 		c.Batch = b
-		_, totals, err := PlanFor(c, trainN, evalN)
+		if k := c.accumulate(); k > 1 && b%k != 0 {
+			c.Accumulate = 1
+		}
+		_, rp, err := c.planRun(d)
 		if err != nil {
 			return false, err
 		}
-		return sum(totals)+dataBytes <= budget, nil
+		return rp.Peak <= budget, nil
 	}
 	lo, hi := 0, limit // fits(lo) holds (0 by convention); find the largest
 	for lo < hi {

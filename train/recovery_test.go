@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -66,7 +67,7 @@ func TestReservationFailureIsRecovered(t *testing.T) {
 	c := cfg()
 	hook := &lowerBudget{tr: &tr, after: 5}
 	c.Callbacks = []train.Callback{hook}
-	tr, err := train.New(c, data)
+	tr, err := train.New(c, train.InMemory(data, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,15 +75,15 @@ func TestReservationFailureIsRecovered(t *testing.T) {
 	// the budget that 4 micro-batches of 128 need: batch 512 no longer fits
 	c4 := cfg()
 	c4.Accumulate = 4
-	_, totals, err := train.PlanFor(c4, data.N, 0)
+	rp, err := train.PlanFor(c4, train.InMemory(data, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook.budget = sum(totals) + mem.Align(data.Bytes())
+	hook.budget = rp.Peak
 	if hook.budget >= tr.Planned {
 		t.Fatalf("4 micro-batches need %d B, no less than the plain run's %d B: the test cannot inject a failure", hook.budget, tr.Planned)
 	}
-	h, err := tr.Fit(data)
+	h, err := tr.Fit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,24 +4,28 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/step"
 )
 
-// reserve reserves the shared arena and the backend's scratch and loads
-// every program into them. On failure it releases what it took.
-func (t *Trainer) reserve(progs map[string]*program, share [mem.NumCategories]int64) error {
-	arena, err := t.engine.ReserveArena("arena", share)
+// reserve opens the programs' session on the engine (the shared arena,
+// the backend's scratch, every program) and binds each program's inputs
+// and outputs. On failure it releases what it took.
+func (t *Trainer) reserve(progs map[string]*program) error {
+	var list []*compile.Program
+	for _, key := range sortedKeys(progs) {
+		list = append(list, progs[key].p)
+	}
+	s, err := t.engine.Open(list...)
 	if err != nil {
 		return err
 	}
-	t.arena, t.progs = arena, progs
-	if err := t.engine.ReserveScratch(scratchOf(progs)); err != nil {
-		t.release()
-		return err
-	}
+	t.session, t.progs = s, progs
 	for _, key := range sortedKeys(progs) {
-		if err := t.attach(progs[key]); err != nil {
+		pr := progs[key]
+		pr.x, _ = s.Program(pr.p.Name)
+		if err := pr.bind(t.xName); err != nil {
 			t.release()
 			return err
 		}
@@ -29,20 +33,12 @@ func (t *Trainer) reserve(progs map[string]*program, share [mem.NumCategories]in
 	return nil
 }
 
-// release frees the programs and the arena, keeping the variables.
+// release closes the programs' session, keeping the variables.
 func (t *Trainer) release() {
+	t.session.Close()
+	t.session = nil
 	for _, pr := range t.progs {
-		if pr.x != nil {
-			pr.x.Close()
-			pr.x = nil
-		}
-	}
-	if t.arena != nil {
-		t.arena.Release()
-		t.arena = nil
-	}
-	if t.engine != nil {
-		t.engine.ReleaseScratch() // every program is closed
+		pr.x = nil
 	}
 }
 
@@ -86,20 +82,19 @@ func (t *Trainer) Replan(step int64) ([]Event, error) {
 	var events []Event
 	t.release()
 	for {
-		progs, err := t.cfg.compileAll(t.trainN, t.evalN)
+		progs, rp, err := t.cfg.planRun(t.data)
 		if err != nil {
 			return events, err
 		}
-		totals, share := planned(progs)
-		totals[mem.Input] += t.dataBytes()
 		if len(events) > 0 {
-			events[len(events)-1].PeakAfter = sum(totals)
+			events[len(events)-1].PeakAfter = rp.Peak
 		}
-		err = t.reserve(progs, share)
+		err = t.reserve(progs)
 		if err == nil {
-			t.Planned, t.PlannedTotals, t.Plan = sum(totals), totals, progs["train"].p.Plan
+			t.setPlan(progs, rp)
 			return events, nil
 		}
+		totals := rp.Totals
 		var oom *mem.OOMError
 		k := t.cfg.accumulate()
 		if !errors.As(err, &oom) || t.cfg.Batch%(2*k) != 0 {
@@ -112,29 +107,6 @@ func (t *Trainer) Replan(step int64) ([]Event, error) {
 	}
 }
 
-// dataBytes returns the bytes of the data sets held in memory that count
-// in Planned: those on the device's own ledger (the host's).
-func (t *Trainer) dataBytes() int64 {
-	if !t.cfg.Backend.HostAddressable() {
-		return 0
-	}
-	var n int64
-	for _, d := range t.data {
-		n += mem.Align(d.bytes)
-	}
-	return n
-}
-
-// attach loads a compiled program into the shared arena and binds its
-// inputs and outputs.
-func (t *Trainer) attach(pr *program) error {
-	var err error
-	if pr.x, err = t.engine.LoadIn(pr.p, t.arena); err != nil {
-		return err
-	}
-	return pr.bind(t.xName)
-}
-
 // load compiles and attaches a program after New (evaluation of data of a
 // size New did not plan for). Its buffers add to the ledger beyond Planned.
 func (t *Trainer) load(key string, b int, mode step.Mode) (*program, error) {
@@ -144,7 +116,10 @@ func (t *Trainer) load(key string, b int, mode step.Mode) (*program, error) {
 	}
 	p.Name = key
 	pr := &program{p: p, batch: b, mode: mode}
-	if err := t.attach(pr); err != nil {
+	if pr.x, err = t.session.Add(p); err != nil {
+		return nil, err
+	}
+	if err := pr.bind(t.xName); err != nil {
 		return nil, err
 	}
 	return pr, nil

@@ -34,12 +34,13 @@ const (
 	scorePixels           // argmax of each pixel's [C] of an output [H, W, C] against its label (pixels.go)
 )
 
-// scoringFor returns how accuracy is counted for output o on data d.
-func scoringFor(o step.OutputSpec, d *data.Examples) scoring {
-	if d.Labels == nil {
+// scoringFor returns how accuracy is counted for output o on labels of
+// kind d.
+func scoringFor(o step.OutputSpec, d data.LabelKind) scoring {
+	if !d.Class {
 		return scoring{}
 	}
-	if d.LabelShape != nil {
+	if d.Shape != nil {
 		return pixelScoring(o, d)
 	}
 	switch {

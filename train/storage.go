@@ -3,7 +3,10 @@ package train
 import (
 	"fmt"
 
+	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/runtime"
+	"github.com/headroom-ml/headroom/step"
 )
 
 // StorageChoice is what a 16-bit precision policy (mixed_bfloat16,
@@ -41,7 +44,7 @@ func (s StorageChoice) String() string {
 func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
 	c.storage = StorageLow
 	progs, err := c.compileAs(trainN, evalN)
-	if err != nil || (c.Precision != "mixed_bfloat16" && c.Precision != "mixed_float16") {
+	if err != nil || !c.Precision.Low() {
 		return progs, err
 	}
 	low := planTotal(progs)
@@ -52,7 +55,7 @@ func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
 		return nil, err
 	}
 	best, choice := f32, StorageFloat32
-	if c.Precision == "mixed_bfloat16" {
+	if c.Precision == step.MixedBFloat16 {
 		alt.storage = StorageFloat32Activations
 		mid, err := alt.compileAs(trainN, evalN)
 		if err != nil {
@@ -72,21 +75,13 @@ func (c *Config) compileAll(trainN, evalN int) (map[string]*program, error) {
 }
 
 func planTotal(progs map[string]*program) int64 {
-	t, _ := planned(progs)
-	return sum(t)
+	var list []*compile.Program
+	for _, pr := range progs {
+		list = append(list, pr.p)
+	}
+	return runtime.Reserve(list).Bytes()
 }
 
 // Storage returns what the trainer keeps for the backward pass under its
 // precision policy, and, when that is not the policy's 16-bit layout, why.
 func (t *Trainer) Storage() (StorageChoice, string) { return t.cfg.storage, t.cfg.storageNote }
-
-// StorageFor returns what a run of cfg over trainN and evalN examples
-// keeps for the backward pass under its precision policy, and why when
-// that is not the policy's own layout (see StorageChoice).
-func StorageFor(cfg Config, trainN, evalN int) (StorageChoice, string, error) {
-	cfg.defaults()
-	if _, err := cfg.compileAll(trainN, evalN); err != nil {
-		return 0, "", err
-	}
-	return cfg.storage, cfg.storageNote, nil
-}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -93,13 +94,13 @@ func trainRun(t testing.TB, callbacks ...Callback) (*Trainer, *History) {
 		return e
 	}
 	ds := blobs(1, 320)
-	cfg := Config{Model: model, Epochs: 3, Batch: 64, Seed: 3, Validation: blobs(1, 128), Callbacks: callbacks}
-	tr, err := New(cfg, ds)
+	cfg := Config{Model: model, Epochs: 3, Batch: 64, Seed: 3, Callbacks: callbacks}
+	tr, err := New(cfg, InMemory(ds, blobs(1, 128)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.Close)
-	h, err := tr.Fit(ds)
+	h, err := tr.Fit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,10 @@
 package train
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"sort"
-	"strconv"
-	"time"
 
-	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
-	"github.com/headroom-ml/headroom/train/checkpoint"
 
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/step"
@@ -24,7 +18,10 @@ type Text struct {
 	Name string
 	// Train and Val are the two splits; T is the model's window.
 	Train, Val []byte
-	T          int
+	// Set, when Train is nil, is the text in files: the trainer plans
+	// with its size and reads it (and splits it) once the plan fits.
+	Set *data.TextSet
+	T   int
 	// ValWindows is how many windows the validation loss averages over:
 	// the first ValWindows non-overlapping windows of Val (0: 64, the
 	// peers' count; fewer if Val holds fewer).
@@ -37,8 +34,13 @@ func (x *Text) valWindows() int {
 	if n <= 0 {
 		n = 64
 	}
-	if x.T > 0 && len(x.Val) > x.T {
-		n = min(n, (len(x.Val)-1)/x.T)
+	val := len(x.Val)
+	if x.Train == nil && x.Set != nil { // not read yet: the split of its listed size
+		total := int(x.Set.Bytes())
+		val = total - x.Set.Cut(total)
+	}
+	if x.T > 0 && val > x.T {
+		n = min(n, (val-1)/x.T)
 	} else {
 		n = 0
 	}
@@ -51,125 +53,6 @@ func (x *Text) valWindows() int {
 func (x *Text) StepsPerEpoch(batch int) int {
 	return max(1, (len(x.Train)+batch*x.T-1)/(batch*x.T))
 }
-
-// NewText compiles cfg's model (one int32 input of [T] tokens, logits
-// [T, vocab] out) for batches of cfg.Batch windows of txt and for its
-// validation windows, and reserves all the memory the run will use, the
-// text included: as New, for text.
-func NewText(cfg Config, txt *Text) (*Trainer, error) {
-	cfg.defaults()
-	if cfg.Model == nil || cfg.Batch <= 0 || cfg.Epochs < 0 {
-		return nil, errors.New("train: a model, a positive batch size and epochs >= 0 are required")
-	}
-	sc := cfg.stepConfig()
-	if err := sc.Check(); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	in, ok := cfg.input()
-	if !ok || in.Type() != tensor.Int32 || !in.Shape.Equal(tensor.Shape{txt.T}) {
-		return nil, fmt.Errorf("train: a language model on text takes one int32 input of %d tokens; the model's inputs are %v", txt.T, cfg.Model.Inputs())
-	}
-	if _, err := data.NewWindows(txt.Train, txt.T); err != nil || len(txt.Train) < txt.T+2 {
-		return nil, fmt.Errorf("train: text %q: its training split of %d bytes holds no random window of %d bytes", txt.Name, len(txt.Train), txt.T+1)
-	}
-	t := &Trainer{cfg: cfg, xName: in.Name, lossScale: initLossScale, text: txt}
-	if err := t.checkText(); err != nil {
-		return nil, err
-	}
-	hold := []held{{name: txt.Name, bytes: int64(len(txt.Train) + len(txt.Val))}}
-	if err := t.open(cfg.Batch, txt.valWindows(), hold, false); err != nil {
-		return nil, err
-	}
-	t.validate = t.evaluateText
-	return t, nil
-}
-
-// checkText checks that the model's loss takes int32 next-byte labels [T].
-func (t *Trainer) checkText() error {
-	specs, err := step.Outputs(t.cfg.stepConfig())
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	o := specs[0]
-	if o.Loss == nil || o.LabelType != tensor.Int32 || !o.LabelShape.Equal(tensor.Shape{t.text.T}) {
-		return fmt.Errorf("train: a language model's output %v (per example) must take int32 next-byte labels [%d]", o.Shape, t.text.T)
-	}
-	return nil
-}
-
-// FitText trains on txt (the one NewText compiled for) for cfg.Epochs
-// epochs of StepsPerEpoch updates, or cfg.MaxSteps, evaluating the
-// validation loss at each epoch's end. Batch s (counted from 1) is the
-// windows data.Windows.RandomOffsets draws for (cfg.Seed, s): a function
-// of the seed and the step, so a resumed run draws what the uninterrupted
-// one would.
-func (t *Trainer) FitText() (*History, error) {
-	txt := t.text
-	if txt == nil {
-		return nil, errors.New("train: FitText needs a trainer made by NewText")
-	}
-	w, err := data.NewWindows(txt.Train, txt.T)
-	if err != nil {
-		return nil, err
-	}
-	r, err := t.begin()
-	if err != nil {
-		return nil, err
-	}
-	if r.h.Done {
-		return r.finish(), nil
-	}
-	src := &windowSource{text: txt.Train, t: txt.T, w: w, seed: t.cfg.Seed, offsets: make([]int, t.cfg.Batch)}
-	batches := txt.StepsPerEpoch(t.cfg.Batch)
-	for ep := r.h.StartEpoch; ep < t.cfg.Epochs && !t.stop; ep++ {
-		e := r.epochBegin(ep)
-		for e.batch < batches && !r.done() {
-			if _, err := w.RandomOffsets(src.offsets, src.seed, uint64(r.step+1)); err != nil {
-				return r.h, err
-			}
-			if err := r.update(e, t.cfg.Batch, batches, src); err != nil {
-				return r.h, err
-			}
-			if err := r.afterStep(e, e.batch == batches); err != nil {
-				return r.h, err
-			}
-		}
-		if err := r.epochEnd(e, e.batch == batches); err != nil {
-			return r.h, err
-		}
-	}
-	h := r.finish()
-	if n := len(h.Epochs); n > 0 && !math.IsNaN(h.Epochs[n-1].ValLoss) {
-		h.ValLoss = h.Epochs[n-1].ValLoss
-	} else if h.ValLoss, err = t.evaluateText(); err != nil {
-		return h, err
-	}
-	return h, nil
-}
-
-// windowSource feeds the windows at offsets: x[t] = text[o+t] and y[t] =
-// text[o+t+1].
-type windowSource struct {
-	text    []byte
-	t       int
-	w       *data.Windows
-	seed    uint64
-	offsets []int
-}
-
-func (s *windowSource) fill(pr *program, lo, hi int) {
-	x, y := pr.in.x.Int32s(), pr.in.y.Int32s()
-	for i, o := range s.offsets[lo:hi] {
-		src := s.text[o : o+s.t+1]
-		xi, yi := x[i*s.t:(i+1)*s.t], y[i*s.t:(i+1)*s.t]
-		for j := range xi {
-			xi[j] = int32(src[j])
-			yi[j] = int32(src[j+1])
-		}
-	}
-}
-
-func (s *windowSource) label(int) int { return -1 } // no accuracy for a language model
 
 // evaluateText returns the mean cross-entropy (nats per byte) over the
 // validation windows: the first ValWindows non-overlapping windows of Val.
@@ -204,75 +87,66 @@ func (t *Trainer) evaluateText() (float64, error) {
 	return sum / float64(n), nil
 }
 
-// PlanForText compiles the programs FitText would use on txt and returns
-// the training step's plan and the bytes the run would reserve by
-// category, the text included (as input).
-func PlanForText(cfg Config, txt *Text) (*compile.Plan, [mem.NumCategories]int64, error) {
-	cfg.defaults()
-	progs, err := cfg.compileAll(cfg.Batch, txt.valWindows())
-	if err != nil {
-		return nil, [mem.NumCategories]int64{}, err
+// resolveText describes a text run: windows of T tokens, int32 next-byte
+// labels; the text read later when it is in files.
+func (d *Data) resolveText() error {
+	t := d.text
+	if t.T <= 0 {
+		return fmt.Errorf("train: text %q: a window of %d tokens", t.Name, t.T)
 	}
-	totals, _ := planned(progs)
-	totals[mem.Input] += mem.Align(int64(len(txt.Train) + len(txt.Val)))
-	return progs["train"].p.Plan, totals, nil
+	if t.Train == nil && t.Set == nil {
+		return fmt.Errorf("train: text %q holds no bytes", t.Name)
+	}
+	d.info = data.SetInfo{Train: &data.Examples{Name: t.Name, Shape: tensor.Shape{t.T}},
+		Labels: data.LabelKind{Class: true, Classes: 256, Shape: tensor.Shape{t.T}}, HeldOutName: "validation"}
+	d.held, d.loaded = t.bytes(), t.Train != nil
+	d.resolved = true
+	return nil
 }
 
-// FitToBudgetText is FitToBudget for a language model on txt: it plans
-// every micro-batching of cfg.Batch windows, with and without
-// recomputation, keeps those that fit budget, and times the best few.
-func FitToBudgetText(cfg Config, txt *Text, budget int64, allowPrecision bool) (Config, []Candidate, error) {
-	cfg.defaults()
-	dataBytes := mem.Align(int64(len(txt.Train) + len(txt.Val)))
-	return fitToBudget(cfg, cfg.Batch, txt.valWindows(), dataBytes, budget, allowPrecision, func(c Config) (float64, error) {
-		c.Epochs, c.Warmup, c.MaxSteps, c.NoWatchdog = 1, 1<<30, 1, true
-		c.Callbacks, c.CheckpointDir, c.Resume = nil, "", false
-		t, err := NewText(c, txt)
-		if err != nil {
-			return 0, err
-		}
-		defer t.Close()
-		t.validate = nil
-		times := make([]float64, 0, timedSteps)
-		for i := 0; i <= timedSteps; i++ {
-			t.stop = false // one update per call (each starts at step 0)
-			start := time.Now()
-			if _, err := t.FitText(); err != nil {
-				return 0, err
-			}
-			if i > 0 {
-				times = append(times, time.Since(start).Seconds())
-			}
-		}
-		sort.Float64s(times)
-		return times[len(times)/2], nil
-	})
+// bytes is the text's size in memory: read, or as its files list it.
+func (x *Text) bytes() int64 {
+	if x.Train == nil && x.Set != nil {
+		return mem.Align(x.Set.Bytes())
+	}
+	return mem.Align(int64(len(x.Train) + len(x.Val)))
 }
 
-// Metadata keys a language model's saved file carries (SaveText), so that
-// `headroom generate` can rebuild the model: the model's name, its window
-// and vocabulary.
-const (
-	KeySeqModel   = "headroom.seq.model"
-	KeySeqContext = "headroom.seq.context"
-	KeySeqVocab   = "headroom.seq.vocab"
-)
-
-// SaveText writes every variable to path as one safetensors file,
-// atomically (as SaveWeights), with the metadata a decoder needs: the
-// model's name (nn.NewModel's), its window and vocabulary (KeySeq*).
-func (t *Trainer) SaveText(path, model string, vocab int) error {
-	entries, err := t.entries()
-	if err != nil {
-		return err
-	}
-	if t.cfg.ranks() > 1 && t.cfg.Comm.Rank() != 0 {
+// read reads the text's files (Set) into Train and Val.
+func (x *Text) read() error {
+	if x.Train != nil || x.Set == nil {
 		return nil
 	}
-	meta := map[string]string{"optimizer": t.cfg.Optimizer.Name(), KeySeqModel: model,
-		KeySeqContext: strconv.Itoa(t.text.T), KeySeqVocab: strconv.Itoa(vocab)}
-	if err := checkpoint.Save(path, entries, meta); err != nil {
-		return fmt.Errorf("train: saving weights: %w", err)
+	tr, val, err := x.Set.Read()
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	x.Train, x.Val = tr, val
+	return nil
+}
+
+// checkText checks that the model reads one int32 window of T tokens and
+// its loss takes int32 next-byte labels [T], and that the training text
+// holds a window.
+func (t *Trainer) checkText(spec step.OutputSpec) error {
+	txt := t.text
+	in, ok := t.cfg.input()
+	if !ok || in.Type() != tensor.Int32 || !in.Shape.Equal(tensor.Shape{txt.T}) {
+		return fmt.Errorf("train: a language model on text takes one int32 input of %d tokens; the model's inputs are %v", txt.T, t.cfg.Model.Inputs())
+	}
+	if spec.Loss == nil || spec.LabelType != tensor.Int32 || !spec.LabelShape.Equal(tensor.Shape{txt.T}) {
+		return fmt.Errorf("train: a language model's output %v (per example) must take int32 next-byte labels [%d]", spec.Shape, txt.T)
 	}
 	return nil
+}
+
+// newTextFeed checks the read text and returns its feed.
+func (t *Trainer) newTextFeed() (feed, error) {
+	txt := t.text
+	w, err := data.NewWindows(txt.Train, txt.T)
+	if err != nil || len(txt.Train) < txt.T+2 {
+		return nil, fmt.Errorf("train: text %q: its training split of %d bytes holds no random window of %d bytes", txt.Name, len(txt.Train), txt.T+1)
+	}
+	return &textFeed{src: windowSource{text: txt.Train, t: txt.T, w: w, seed: t.cfg.Seed, offsets: make([]int, t.cfg.Batch)},
+		count: txt.StepsPerEpoch(t.cfg.Batch)}, nil
 }

@@ -1,12 +1,16 @@
 package train_test
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
+	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/step"
+	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
 	"github.com/headroom-ml/headroom/train/checkpoint"
 )
@@ -34,11 +38,11 @@ func smallGPT(T int) *nn.GPT {
 
 func fitText(t *testing.T, cfg train.Config, txt *train.Text) (*train.Trainer, *train.History) {
 	t.Helper()
-	tr, err := train.NewText(cfg, txt)
+	tr, err := train.New(cfg, train.OnText(txt))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := tr.FitText()
+	h, err := tr.Fit(context.Background())
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)
@@ -72,16 +76,12 @@ func TestFitTextLearnsAndMatchesPlan(t *testing.T) {
 			if h.MeasuredPeak != tr.Planned {
 				t.Errorf("measured peak %d, planned %d", h.MeasuredPeak, tr.Planned)
 			}
-			_, totals, err := train.PlanForText(cfg, txt)
+			rp, err := train.PlanFor(cfg, train.OnText(txt))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var sum int64
-			for _, b := range totals {
-				sum += b
-			}
-			if sum != tr.Planned {
-				t.Errorf("PlanForText plans %d B, the trainer %d B", sum, tr.Planned)
+			if rp.Peak != tr.Planned || rp.DataBytes != int64(len(txt.Train)+len(txt.Val)+63)&^63 {
+				t.Errorf("PlanFor plans %d B with %d B of text, the trainer %d B", rp.Peak, rp.DataBytes, tr.Planned)
 			}
 		})
 	}
@@ -132,28 +132,61 @@ func TestFitTextAccumulates(t *testing.T) {
 	}
 }
 
-// TestSaveTextRecordsTheModel: the saved file names the model, its window
-// and vocabulary for `headroom generate`, beside every weight.
-func TestSaveTextRecordsTheModel(t *testing.T) {
+// TestSaveModelOfText: a language model's file is a model file like any
+// other: it names the model, its window and vocabulary for `headroom
+// generate`, beside every weight, and loads back into the same model.
+func TestSaveModelOfText(t *testing.T) {
 	const T = 16
 	txt := textData(T)
 	cfg := train.Config{Model: smallGPT(T), Batch: 4, Epochs: 1, MaxSteps: 1, NoWatchdog: true}
 	tr, _ := fitText(t, cfg, txt)
 	defer tr.Close()
 	path := filepath.Join(t.TempDir(), "gpt.safetensors")
-	if err := tr.SaveText(path, "gpt", 256); err != nil {
+	reg := &train.Registered{Name: "gpt", Input: tensor.Shape{T}, Classes: 256}
+	if err := tr.SaveModel(path, data.Preprocessing{Format: "text", Data: txt.Name}, reg); err != nil {
 		t.Fatal(err)
 	}
-	f, err := checkpoint.Load(path)
+	mf, err := train.LoadModel(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]string{train.KeySeqModel: "gpt", train.KeySeqContext: "16", train.KeySeqVocab: "256"} {
-		if got := f.Meta[k]; got != want {
-			t.Errorf("metadata %s = %q, want %q", k, got, want)
-		}
+	if r := mf.Registered; r == nil || r.Name != "gpt" || !r.Input.Equal(tensor.Shape{T}) || r.Classes != 256 || mf.Preprocessing.Format != "text" {
+		t.Errorf("the file names %+v (preprocessing %+v), want gpt [16] of 256", r, mf.Preprocessing)
 	}
-	if _, ok := f.Get("block0/attention/query/kernel"); !ok {
+	if _, ok := mf.Weight("block0/attention/query/kernel"); !ok {
 		t.Errorf("the file has no block0/attention/query/kernel")
+	}
+	if _, ok := mf.Model.(*nn.GPT); !ok {
+		t.Errorf("the file loads as %T, want the *nn.GPT it was trained as", mf.Model)
+	}
+}
+
+// TestLoadModelOfLegacyText: a file a language model was saved in before
+// model files held them (the headroom.seq.* keys) loads as a registered
+// model.
+func TestLoadModelOfLegacyText(t *testing.T) {
+	m, err := nn.NewModel("lstm", tensor.Shape{16}, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := step.Describe(step.Config{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []checkpoint.Entry
+	for _, w := range spec.Weights {
+		entries = append(entries, checkpoint.Entry{Name: w.Name, Tensor: tensor.New(w.DType, w.Shape)})
+	}
+	path := filepath.Join(t.TempDir(), "lstm.safetensors")
+	meta := map[string]string{train.KeySeqModel: "lstm", train.KeySeqContext: "16", train.KeySeqVocab: "256"}
+	if err := checkpoint.Save(path, entries, meta); err != nil {
+		t.Fatal(err)
+	}
+	mf, err := train.LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := mf.Registered; r == nil || r.Name != "lstm" || !r.Input.Equal(tensor.Shape{16}) || r.Classes != 256 {
+		t.Errorf("the legacy file reads as %+v, want lstm [16] of 256", r)
 	}
 }

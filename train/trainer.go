@@ -9,23 +9,31 @@ import (
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/step"
-	"github.com/headroom-ml/headroom/tensor"
 )
 
 // Trainer holds a model's compiled programs and their memory.
 type Trainer struct {
-	cfg    Config
-	engine *runtime.Engine
-	arena  *runtime.Arena
-	progs  map[string]*program
-	data   []held // data sets charged to the ledger
+	cfg     Config
+	engine  *runtime.Engine
+	session *runtime.Session
+	progs   map[string]*program
+	data    *Data
+	feed    feed
+	heldOut *data.Examples // evaluated at each epoch's end (text: t.text's validation windows)
+	text    *Text
+	charges []charge // data sets and the input pipeline's reservation on the host ledger
+	// pipeline is the input pipeline's ledger (nil without a pipeline): its
+	// budget is the reservation the plan holds.
+	pipeline *mem.Ledger
 	// Planned is the bytes the trainer reserves, known before step 1, and
-	// PlannedTotals their split by category (the data sets count as input).
+	// PlannedTotals their split by category (the data sets and the input
+	// pipeline count as input).
 	Planned       int64
 	PlannedTotals [mem.NumCategories]int64
 	// Plan is the training step's plan (full batch).
 	Plan *compile.Plan
 
+	spec      *step.ModelSpec
 	xName     string         // the model's input, fed from Examples
 	labels    data.LabelMode // how Examples feed the label input
 	scoring   scoring        // how accuracy is counted
@@ -39,126 +47,204 @@ type Trainer struct {
 	skipped   int64
 	step      int64    // optimizer steps done (Fit keeps it)
 	pos       position // where in the data the run stands (Fit keeps it)
-
-	text     *Text                   // NewText's text
-	validate func() (float64, error) // the validation loss without cfg.Validation (text)
+	// noValidation leaves a text's validation out of the epoch ends
+	// (FitToBudget's timing runs)
+	noValidation bool
 }
 
-// New compiles the model for the training data and cfg.Validation and
-// reserves all the memory the run will use on a new engine of cfg.Backend
-// (the host by default). It fails before any step with *mem.OOMError when
-// Budget cannot hold it, naming a batch size that fits, and with an error
-// naming both shapes (or the loss) when the model's outputs do not match
-// the data's labels.
-func New(cfg Config, trainData *data.Examples) (*Trainer, error) {
-	evalData := cfg.Validation
+// charge is bytes the trainer holds on the host ledger as input: a data
+// set in memory, or the input pipeline's reservation.
+type charge struct {
+	owner string
+	bytes int64
+}
+
+// New compiles the model for the data and reserves all the memory the run
+// will use on a new engine of cfg.Backend (the host by default), data
+// included. It decides first how the data is read (see Data), and checks
+// the plan against cfg.Budget before it loads, generates or reads a data
+// set: a plan over the budget fails with *mem.OOMError naming a batch size
+// that fits, and a model whose outputs do not match the data's labels
+// fails naming both shapes (or the loss).
+func New(cfg Config, d *Data) (*Trainer, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	cfg.defaults()
-	if cfg.Model == nil || cfg.Batch <= 0 || cfg.Epochs < 0 {
-		return nil, errors.New("train: a model, a positive batch size and epochs >= 0 are required")
+	if err := d.resolve(cfg.Budget); err != nil {
+		return nil, err
 	}
-	sc := cfg.stepConfig()
-	if err := sc.Check(); err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+	if d.describedOnly {
+		return nil, errors.New("train: data known by its description alone (train.Described) can be planned, not trained on")
 	}
-	in, ok := cfg.input()
-	if !ok {
-		return nil, fmt.Errorf("train: the model has %d inputs; Fit feeds one (data.Examples hold one input per example)", len(cfg.Model.Inputs()))
+	t := &Trainer{cfg: cfg, data: d, text: d.text, lossScale: initLossScale}
+	if err := t.describe(); err != nil {
+		return nil, err
 	}
-	t := &Trainer{cfg: cfg, xName: in.Name, lossScale: initLossScale}
-	trainN := 0 // 0: plan one batch, for a stream (FitStream)
-	if trainData != nil {
-		if err := t.checkData(trainData); err != nil {
+	progs, rp, err := cfg.planRun(d)
+	if err != nil {
+		return nil, err
+	}
+	t.setPlan(progs, rp)
+	if err := t.checkBudget(rp); err != nil {
+		return nil, err
+	}
+	if !d.loaded { // the plan fits: now read what it counted
+		if err := d.load(); err != nil {
 			return nil, err
 		}
-		trainN = trainData.N
-	}
-	if trainData == nil { // a stream (FitStream): class labels if the loss takes them
-		specs, err := step.Outputs(sc)
-		if err != nil {
-			return nil, fmt.Errorf("train: %w", err)
-		}
-		if o := specs[0]; o.Loss != nil && o.LabelType == tensor.Int32 && o.Shape.Rank() == 1 && o.Shape[0] > 1 {
-			t.scoring = scoring{kind: scoreArgmax}
-		}
-	}
-	evalN := 0
-	if evalData != nil {
-		if err := t.checkData(evalData); err != nil {
+		if rp, err = cfg.planRunWith(d, progs); err != nil {
 			return nil, err
 		}
-		evalN = evalData.N
-	}
-	var hold []held
-	for _, d := range []*data.Examples{trainData, evalData} {
-		if d != nil {
-			hold = append(hold, held{name: d.Name, bytes: d.Bytes()})
+		t.setPlan(progs, rp)
+		if err := t.checkBudget(rp); err != nil {
+			return nil, err
 		}
 	}
-	if err := t.open(trainN, evalN, hold, trainData == nil); err != nil {
+	if err := t.open(progs, rp); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// held is a data set held in host memory for the run, charged to the
-// host ledger as input.
-type held struct {
-	name  string
-	bytes int64
+// describe checks the model against the data, once: its input takes the
+// examples, its loss the labels; it chooses how labels are fed and how
+// accuracy is counted.
+func (t *Trainer) describe() error {
+	spec, err := step.Describe(t.cfg.stepConfig())
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	t.spec = spec
+	in, ok := t.cfg.input()
+	if !ok && !t.data.describedOnly {
+		return fmt.Errorf("train: the model has %d inputs; training feeds one (data.Examples hold one input per example)", len(t.cfg.Model.Inputs()))
+	}
+	t.xName = in.Name
+	d := t.data
+	if d.describedOnly { // a model planned on its own: nothing to check it against
+		return nil
+	}
+	if t.text != nil {
+		return t.checkText(spec.Outputs[0])
+	}
+	if d.trainSet != nil {
+		if err := d.trainSet.Validate(); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	if d.heldOut != nil {
+		if err := t.checkExamples(d.heldOut); err != nil {
+			return err
+		}
+	}
+	info := d.info.Train
+	if d.aug != nil && d.streamed != nil {
+		return fmt.Errorf("train: the augmentation maps examples held in memory; the data set is streamed from %s", d.streamed.From)
+	}
+	if d.aug != nil && info.Shape.Rank() != 3 {
+		return fmt.Errorf("train: image augmentation needs images [height, width, channels]; data set %q has examples of shape %v", info.Name, info.Shape)
+	}
+	if in.Shape.Size() != info.Shape.Size() {
+		return fmt.Errorf("train: the model's input %q takes examples of shape %v; data set %q has examples of shape %v", in.Name, in.Shape, info.Name, info.Shape)
+	}
+	o := spec.Outputs[0]
+	if k := d.info.Labels; d.describedOnly && !k.Class && k.TargetSize == 0 {
+		return nil // labels unknown: a model planned on its own
+	}
+	mode, err := d.info.Labels.For(info.Name, o.LabelType, o.LabelShape)
+	if err != nil {
+		return fmt.Errorf("train: the model's output %v (per example) with loss %s %w", o.Shape, o.Loss.Name(), err)
+	}
+	t.labels, t.scoring = mode, scoringFor(o, d.info.Labels)
+	return nil
 }
 
-// open compiles the programs for trainN training and evalN evaluation
-// examples, plans them with the data sets hold (and, for a stream, its
-// pipeline's InputBudget), and reserves everything on a new engine: the
-// second half of New (and NewText). On failure everything it took is
-// released.
-func (t *Trainer) open(trainN, evalN int, hold []held, stream bool) (err error) {
-	progs, err := t.cfg.compileAll(trainN, evalN)
-	if err != nil {
-		return err
+// checkExamples refuses, before step 1, examples whose labels do not fit
+// what the loss needs of the model's output, naming both shapes and the
+// loss, and examples that do not fit the model's input.
+func (t *Trainer) checkExamples(d *data.Examples) error {
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
-	cfg := t.cfg
-	totals, share := planned(progs)
-	var dataBytes int64
-	for _, d := range hold {
-		dataBytes += mem.Align(d.bytes)
+	in, _ := t.cfg.input()
+	if in.Shape.Size() != d.Shape.Size() {
+		return fmt.Errorf("train: the model's input %q takes examples of shape %v; data set %q has examples of shape %v", in.Name, in.Shape, d.Name, d.Shape)
 	}
-	if stream {
-		dataBytes += mem.Align(cfg.InputBudget) // the stream's pipeline
+	o := t.spec.Outputs[0]
+	if _, err := d.LabelsFor(o.LabelType, o.LabelShape); err != nil {
+		return fmt.Errorf("train: the model's output %v (per example) with loss %s %w", o.Shape, o.Loss.Name(), err)
 	}
-	if !cfg.Backend.HostAddressable() {
-		dataBytes = 0 // host memory, beside the device's plan
+	return nil
+}
+
+// setPlan records what the run will reserve.
+func (t *Trainer) setPlan(progs map[string]*program, rp *RunPlan) {
+	t.progs, t.Planned, t.PlannedTotals, t.Plan = progs, rp.Peak, rp.Totals, rp.Step
+	t.trainN, t.evalN = rp.trainN, rp.evalN
+}
+
+// checkBudget refuses a plan over cfg.Budget before anything is reserved.
+func (t *Trainer) checkBudget(rp *RunPlan) error {
+	if t.cfg.Budget <= 0 || rp.Peak <= t.cfg.Budget {
+		return nil
 	}
-	totals[mem.Input] += dataBytes
-	t.progs, t.Planned, t.PlannedTotals, t.Plan = progs, sum(totals), totals, progs["train"].p.Plan
-	if cfg.Budget > 0 && t.Planned > cfg.Budget {
-		return t.budgetError(trainN, evalN, dataBytes)
+	oom := t.Plan.OOM("train", t.cfg.Budget)
+	oom.Ledger, oom.Owner, oom.Request = "budget", fmt.Sprintf("training (batch %d)", t.cfg.Batch), rp.Peak
+	if t.cfg.BudgetSource != "" {
+		oom.Ledger = "the budget (" + t.cfg.BudgetSource + ")"
 	}
+	oom.Totals = rp.Totals
+	oom.Remedies = []string{t.fitRemedy(t.cfg.Budget, "in the budget of")}
+	if rp.Streamed {
+		oom.Remedies = append(oom.Remedies, "the data set is already streamed: "+rp.From)
+	} else if t.data.set != nil && t.data.mode == StreamAuto {
+		oom.Remedies = append(oom.Remedies, "streaming the data set would leave it on disk (it streams on its own when it would take more than half the budget)")
+	}
+	return oom
+}
+
+// open reserves everything on a new engine: the data sets and the input
+// pipeline's reservation on the host ledger, the programs' session, the
+// initial weights. On failure everything it took is released.
+func (t *Trainer) open(progs map[string]*program, rp *RunPlan) (err error) {
+	cfg := &t.cfg
 	t.engine = runtime.NewEngine(cfg.Backend, cfg.Budget)
 	if cfg.Comm != nil {
 		t.engine.SetCollective(cfg.Comm)
 	}
-	ok := false
 	defer func() {
-		if !ok {
+		if err != nil {
 			t.Close()
 		}
 	}()
-	for _, d := range hold {
-		if err := t.engine.HostLedger().Charge(mem.Input, "data:"+d.name, mem.Align(d.bytes)); err != nil {
+	d := t.data // held in host memory: on the host ledger (the device's own on the host)
+	for _, e := range []*data.Examples{d.trainSet, d.heldOut} {
+		if e != nil {
+			if err := t.hold("data:"+e.Name, examplesBytes(e)); err != nil {
+				return err
+			}
+		}
+	}
+	if t.text != nil {
+		if err := t.hold("data:"+t.text.Name, t.text.bytes()); err != nil {
 			return err
 		}
-		t.data = append(t.data, d)
 	}
-	t.trainN, t.evalN = trainN, evalN
-	if err := t.reserve(progs, share); err != nil {
+	if rp.PipelineBytes > 0 {
+		if err := t.hold("input pipeline", rp.PipelineBytes); err != nil {
+			return err
+		}
+		t.pipeline = mem.NewLedger("input pipeline", rp.PipelineBytes)
+	}
+	if err := t.reserve(progs); err != nil {
 		var oom *mem.OOMError
 		if errors.As(err, &oom) { // the device refused: say what the run needs and what fits
 			if oom.Totals == ([mem.NumCategories]int64{}) {
 				oom.Totals = t.PlannedTotals
 			}
 			if len(oom.Remedies) == 0 && oom.Budget > 0 {
-				oom.Remedies = append(oom.Remedies, t.fitRemedy(trainN, evalN, dataBytes, oom.Budget, "on "+oom.Ledger+"'s"))
+				oom.Remedies = append(oom.Remedies, t.fitRemedy(oom.Budget, "on "+oom.Ledger+"'s"))
 			}
 		}
 		return err
@@ -169,50 +255,89 @@ func (t *Trainer) open(trainN, evalN int, hold []held, stream bool) (err error) 
 	if err := t.broadcastWeights(); err != nil {
 		return err
 	}
-	ok = true
+	t.heldOut = d.heldOut
+	t.feed, err = t.newFeed(rp)
+	return err
+}
+
+// hold charges bytes of input to the host ledger for the run.
+func (t *Trainer) hold(owner string, bytes int64) error {
+	if err := t.engine.HostLedger().Charge(mem.Input, owner, bytes); err != nil {
+		return err
+	}
+	t.charges = append(t.charges, charge{owner, bytes})
 	return nil
 }
 
-// checkData refuses, before step 1, data whose labels do not fit what the
-// loss needs of the model's output, naming both shapes and the loss, and
-// data that does not fit the model's input; it chooses how labels are fed
-// (one-hot for a loss over distributions) and how accuracy is counted.
-func (t *Trainer) checkData(d *data.Examples) error {
-	if err := d.Validate(); err != nil {
-		return fmt.Errorf("train: %w", err)
+// newFeed returns the feed of the run's data (see feed).
+func (t *Trainer) newFeed(rp *RunPlan) (feed, error) {
+	d, cfg := t.data, &t.cfg
+	switch {
+	case t.text != nil:
+		return t.newTextFeed()
+	case d.pipe != nil:
+		return &pipelineFeed{ds: *d.pipe, dcfg: t.pipelineConfig("input pipeline"), batch: cfg.Batch, n: d.trainN()}, nil
+	case d.aug != nil:
+		s, err := data.NewEpochStream(d.trainSet, cfg.Seed, d.aug)
+		if err != nil {
+			return nil, fmt.Errorf("train: augmentation: %w", err)
+		}
+		return &pipelineFeed{ds: s.Dataset(cfg.Batch), dcfg: t.pipelineConfig("augment"), batch: cfg.Batch, n: d.trainN(),
+			before: func(ep int) { s.SetEpoch(ep + 1) }}, nil
+	case d.streamed != nil:
+		ds, _ := d.streamed.Batches(cfg.Batch, rp.PipelineBytes, cfg.Seed)
+		return &pipelineFeed{ds: ds, dcfg: t.pipelineConfig("stream"), batch: cfg.Batch, n: d.trainN()}, nil
 	}
-	specs, err := step.Outputs(t.cfg.stepConfig())
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	in, _ := t.cfg.input()
-	if in.Shape.Size() != d.Shape.Size() {
-		return fmt.Errorf("train: the model's input %q takes examples of shape %v; data set %q has examples of shape %v", in.Name, in.Shape, d.Name, d.Shape)
-	}
-	o := specs[0]
-	mode, err := d.LabelsFor(o.LabelType, o.LabelShape)
-	if err != nil {
-		return fmt.Errorf("train: the model's output %v (per example) with loss %s %w", o.Shape, o.Loss.Name(), err)
-	}
-	t.labels, t.scoring = mode, scoringFor(o, d)
-	return nil
+	return newExamplesFeed(d.trainSet, t.labels, cfg.Batch, cfg.Seed), nil
 }
 
-func (t *Trainer) budgetError(trainN, evalN int, dataBytes int64) error {
-	oom := t.Plan.OOM("train", t.cfg.Budget)
-	oom.Ledger, oom.Owner, oom.Request = "budget", fmt.Sprintf("training (batch %d)", t.cfg.Batch), t.Planned
-	if t.cfg.BudgetSource != "" {
-		oom.Ledger = "the budget (" + t.cfg.BudgetSource + ")"
+// pipelineConfig is a pass's configuration: charged to the pipeline's
+// ledger, under the reservation.
+func (t *Trainer) pipelineConfig(name string) data.Config {
+	return data.Config{Name: name, Ledger: t.pipeline, Budget: t.pipeline.Budget()}
+}
+
+// Engine returns the engine holding the model's variables.
+func (t *Trainer) Engine() *runtime.Engine { return t.engine }
+
+// Pipeline returns the input pipeline's ledger (nil when the batches come
+// from memory): its budget is the reservation the plan holds for the
+// pipeline's buffers, its peak what they took.
+func (t *Trainer) Pipeline() *mem.Ledger { return t.pipeline }
+
+// Data returns the data the trainer trains on.
+func (t *Trainer) Data() *Data { return t.data }
+
+// HeapBytes returns the bytes of the reservation that live on the Go heap:
+// the data sets in memory and the input pipeline's buffers (the rest is
+// mapped outside the heap).
+func (t *Trainer) HeapBytes() int64 {
+	var n int64
+	for _, c := range t.charges {
+		n += c.bytes
 	}
-	oom.Totals = t.PlannedTotals
-	oom.Remedies = []string{t.fitRemedy(trainN, evalN, dataBytes, t.cfg.Budget, "in the budget of")}
-	return oom
+	return n
+}
+
+// Close releases everything the trainer reserved (and the backend New
+// made for it).
+func (t *Trainer) Close() {
+	if t.engine != nil {
+		t.release()
+		for _, c := range t.charges {
+			t.engine.HostLedger().Release(mem.Input, c.owner, c.bytes)
+		}
+		t.charges = nil
+		t.engine.Close()
+		t.engine = nil
+	}
+	t.cfg.closeBackend()
 }
 
 // fitRemedy names the largest batch whose run fits in limit bytes (where
 // says where: "in the budget of", "on sim").
-func (t *Trainer) fitRemedy(trainN, evalN int, dataBytes, limit int64, where string) string {
-	fit, err := MaxBatch(t.cfg, trainN, evalN, dataBytes, limit, t.cfg.Batch)
+func (t *Trainer) fitRemedy(limit int64, where string) string {
+	fit, err := t.cfg.maxBatch(t.data, limit, t.cfg.Batch)
 	switch {
 	case err != nil:
 		return "could not search smaller batches: " + err.Error()
@@ -221,34 +346,4 @@ func (t *Trainer) fitRemedy(trainN, evalN int, dataBytes, limit int64, where str
 	}
 	return fmt.Sprintf("batch %d needs %s; not even batch 1 fits %s %s (weights, optimizer state and data alone exceed it)",
 		t.cfg.Batch, mem.FormatBytes(t.Planned), where, mem.FormatBytes(limit))
-}
-
-// Engine returns the engine holding the model's variables.
-func (t *Trainer) Engine() *runtime.Engine { return t.engine }
-
-// Close releases everything the trainer reserved.
-func (t *Trainer) Close() {
-	if t.engine == nil {
-		return
-	}
-	t.release()
-	for _, d := range t.data {
-		t.engine.HostLedger().Release(mem.Input, "data:"+d.name, mem.Align(d.bytes))
-	}
-	t.data = nil
-	t.engine.Close()
-	t.engine = nil
-}
-
-// CheckData returns the error New would return for training cfg's model
-// on d: labels that do not fit what the loss needs of the model's output,
-// or examples that do not fit its input.
-func CheckData(cfg Config, d *data.Examples) error {
-	cfg.defaults()
-	in, ok := cfg.input()
-	if !ok {
-		return fmt.Errorf("train: the model has %d inputs; Fit feeds one (data.Examples hold one input per example)", len(cfg.Model.Inputs()))
-	}
-	t := &Trainer{cfg: cfg, xName: in.Name}
-	return t.checkData(d)
 }

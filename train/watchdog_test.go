@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -73,12 +74,12 @@ func TestWatchdogNamesLeakingCallback(t *testing.T) {
 				t.Fatalf("the watchdog did not name %s among %v", c.want, h.Leaks)
 			}
 			cfg.StrictMemory = true
-			tr2, err := train.New(cfg, data)
+			tr2, err := train.New(cfg, train.InMemory(data, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tr2.Close()
-			_, err = tr2.Fit(data)
+			_, err = tr2.Fit(context.Background())
 			var le *train.LeakError
 			if !errors.As(err, &le) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("strict memory: got %v, want a *train.LeakError naming %s", err, c.want)

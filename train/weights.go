@@ -3,37 +3,37 @@ package train
 import (
 	"fmt"
 
-	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// initWeights draws every variable's initial value from the model seed.
+// initWeights draws every variable's initial value from the model seed
+// (the initializers New's model description found).
 func (t *Trainer) initWeights() error {
-	g := graph.New()
-	ctx := nn.NewContext(g, true, t.cfg.Seed)
-	err := graph.Catch(func() {
-		var ins []*graph.Node
-		for _, in := range t.cfg.Model.Inputs() {
-			ins = append(ins, g.Input(in.Name, in.Type(), append(tensor.Shape{1}, in.Shape...)))
-		}
-		t.cfg.Model.Build(ctx, ins)
-	})
-	if err != nil {
-		return err
-	}
-	for name, init := range ctx.Init {
-		v, ok := t.engine.Variable(name)
-		if !ok {
+	for _, w := range t.spec.Weights {
+		v, ok := t.engine.Variable(w.Name)
+		if !ok || w.Init == nil {
 			continue
 		}
-		err := update(v, func(x tensor.Tensor) error { nn.InitTensor(init, t.cfg.Seed, name, x); return nil })
+		err := update(v, func(x tensor.Tensor) error { nn.InitTensor(w.Init, t.cfg.Seed, w.Name, x); return nil })
 		if err != nil {
 			return err
 		}
 	}
 	return nil // optimizer state starts at zero, as the engine made it
+}
+
+// Weight returns the current value of the model variable name, on the
+// host (a copy on a device backend): a PredictConfig's Weights can read a
+// trainer's weights so.
+func (t *Trainer) Weight(name string) (tensor.Tensor, bool) {
+	v, ok := t.engine.Variable(name)
+	if !ok {
+		return tensor.Tensor{}, false
+	}
+	x, err := hostValue(v)
+	return x, err == nil
 }
 
 // update runs f on a host tensor holding v's value and writes the result

@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,13 +34,13 @@ func TestTrainOnSimulatedDevice(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cfg := train.Config{Model: m, Epochs: 1, Batch: 64, Seed: 5, Validation: testSet, Backend: b, NoWatchdog: true,
+				cfg := train.Config{Model: m, Epochs: 1, Batch: 64, Seed: 5, Backend: b, NoWatchdog: true,
 					CheckpointDir: t.TempDir()}
-				tr, err := train.New(cfg, trainSet)
+				tr, err := train.New(cfg, train.InMemory(trainSet, testSet))
 				if err != nil {
 					t.Fatal(err)
 				}
-				h, err := tr.Fit(trainSet)
+				h, err := tr.Fit(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -95,16 +96,13 @@ func TestTrainOverCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := train.Config{Model: m, Epochs: 1, Batch: 64}
-	plan, totals, err := train.PlanFor(cfg, trainSet.N, 0)
+	rp, err := train.PlanFor(cfg, train.InMemory(trainSet, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var need int64
-	for _, b := range totals {
-		need += b
-	}
+	plan, need := rp.Step, rp.Peak
 	cfg.Backend = sim.New(need/2, 1)
-	tr, err := train.New(cfg, trainSet)
+	tr, err := train.New(cfg, train.InMemory(trainSet, nil))
 	if err == nil {
 		tr.Close()
 		t.Fatalf("New on a device of %d B for a plan of %d B: nil error", need/2, need)
@@ -125,7 +123,7 @@ func TestTrainOverCapacity(t *testing.T) {
 		t.Fatalf("remedies %q: want a smaller batch that fits", oom.Remedies)
 	}
 	cfg.Batch, cfg.Backend = fit, sim.New(need/2, 1)
-	tr, err = train.New(cfg, trainSet)
+	tr, err = train.New(cfg, train.InMemory(trainSet, nil))
 	if err != nil {
 		t.Fatalf("batch %d, which the remedy says fits: %v", fit, err)
 	}

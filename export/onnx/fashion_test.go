@@ -2,9 +2,11 @@ package onnx
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"testing"
 
+	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/nn"
@@ -29,18 +31,15 @@ func TestFashionMNISTAcceptance(t *testing.T) {
 		t.Skip(err)
 	}
 	model := mustModel(t, "cnn", trainSet.Shape, 10)
-	tr, err := train.New(train.Config{Model: model, Epochs: 1, Batch: 128, Seed: 1, Validation: testSet, Threads: 2, NoWatchdog: true}, trainSet)
+	tr, err := train.New(train.Config{Model: model, Epochs: 1, Batch: 128, Seed: 1, Threads: 2, NoWatchdog: true}, train.InMemory(trainSet, testSet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if _, err := tr.Fit(trainSet); err != nil {
+	if _, err := tr.Fit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want, err := tr.Predict(testSet) // headroom's logits, [10000 * 10]
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := predictExamples(t, train.PredictConfig{Model: model, Weights: tr.Weight, Batch: 128, Threads: 2}, testSet) // headroom's logits, [10000 * 10]
 	weights := map[string]tensor.Tensor{}
 	for _, v := range tr.Engine().Variables() {
 		weights[v.Name] = v.Tensor()
@@ -106,4 +105,36 @@ func accuracy(logits tensor.Tensor, labels []int32) float64 {
 		}
 	}
 	return float64(right) / float64(len(labels))
+}
+
+// predictExamples returns a predictor's outputs on e's examples, in order.
+func predictExamples(t *testing.T, cfg train.PredictConfig, e *data.Examples) []float64 {
+	t.Helper()
+	x := tensor.New(tensor.Float32, append(tensor.Shape{e.N}, e.Shape...))
+	all := make([]int, e.N)
+	for i := range all {
+		all[i] = i
+	}
+	e.Fill(x, all)
+	y := tensor.New(tensor.Int32, tensor.Shape{e.N})
+	ds, err := data.FromTensors(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := train.NewPredictor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var out []float64
+	err = p.Predict(context.Background(), data.Batches(ds, cfg.Batch, false), func(o tensor.Tensor) error {
+		for i := 0; i < o.Len(); i++ {
+			out = append(out, o.Float64At(i))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

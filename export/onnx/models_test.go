@@ -171,8 +171,7 @@ func feedOps(rng *rand.Rand, in *graph.Node, t tensor.Tensor) {
 // bf16Model: x [B, 12] -> bfloat16 products, one with a weight stored
 // [out, in] (MatMulT with transB), as a tied embedding would be.
 func bf16Model(b int) (*graph.Graph, []*graph.Node, []Output) {
-	g := graph.New()
-	g.SetMatMulBF16(true)
+	g := graph.New(graph.BF16Products())
 	x := g.Input("x", tensor.Float32, tensor.Shape{b, 12})
 	g.PushScope("bf16")
 	w := g.Param("bf16/w", tensor.Float32, tensor.Shape{16, 12})

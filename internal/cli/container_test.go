@@ -92,9 +92,10 @@ func maxRSS(t *testing.T, bin string, args ...string) (string, int64) {
 }
 
 // --budget is the whole process's memory: the Fashion-MNIST run under
-// 100 MiB peaks below it as the OS measures it (the data set is held in
-// one buffer of its own size), and under 64 MiB, where the training set
-// does not fit beside the plan, it is streamed from disk and still peaks
+// 160 MiB peaks below it as the OS measures it (the data set, 55 MB, is
+// within half of what the budget leaves a plan, so it is held in one
+// buffer of its own size), and under 64 MiB, where the training set would
+// take more than half, it is streamed from disk and still peaks
 // below its budget, with the measured ledger within the plan.
 func TestBudgetIsTheProcess(t *testing.T) {
 	if testing.Short() {
@@ -108,7 +109,7 @@ func TestBudgetIsTheProcess(t *testing.T) {
 		budget string
 		bytes  int64
 		stream bool
-	}{{"100MiB", 100 << 20, false}, {"64MiB", 64 << 20, true}} {
+	}{{"160MiB", 160 << 20, false}, {"64MiB", 64 << 20, true}} {
 		stdout, rss := maxRSS(t, bin, "train", "--dataset", "fashion-mnist", "--budget", c.budget, "--epochs", "1", "--threads", "2")
 		r := result(t, stdout)
 		t.Logf("--budget %s: peak RSS %.1f MiB, planned %s, measured %s, test_acc %s", c.budget, float64(rss)/(1<<20), r["planned_peak_bytes"], r["measured_peak_bytes"], r["test_acc"])
@@ -119,7 +120,7 @@ func TestBudgetIsTheProcess(t *testing.T) {
 			t.Errorf("--budget %s: streamed %v, want %v:\n%s", c.budget, got, c.stream, stdout)
 		}
 		planned, measured := integer(t, r, "planned_peak_bytes"), integer(t, r, "measured_peak_bytes")
-		if measured > planned || (!c.stream && measured != planned) {
+		if measured != planned {
 			t.Errorf("--budget %s: measured %d B, planned %d B", c.budget, measured, planned)
 		}
 		if acc := num(t, r, "test_acc"); acc < 0.8 {

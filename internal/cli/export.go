@@ -14,6 +14,7 @@ import (
 	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/export/onnx"
 	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/tensor"
@@ -37,10 +38,10 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	calibBatches := fs.Int("calibration-batches", 8, fmt.Sprintf("with --int8: batches of %d examples to calibrate on", exportBatch))
 	threads := fs.Int("threads", defaultThreads(), "threads for calibration")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return &usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *load == "" || *out == "" {
 		return errors.New("--load (a model file) and --out are required")
@@ -218,26 +219,14 @@ func examplesSample(e *data.Examples, n int) [][]float32 {
 	return out
 }
 
-// writeFileAtomic writes b to a temporary file beside path and renames it
-// into place.
+// writeFileAtomic writes b to path atomically (atomicfile: a hidden
+// temporary file, fsync, rename, fsync of the directory).
 func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	err := atomicfile.WriteFile(atomicfile.OS, path, 0o666, func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
-	}
-	f.Chmod(0o644) // as os.Create would make it (CreateTemp makes 0600)
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
+	})
 	if err != nil {
-		os.Remove(f.Name())
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

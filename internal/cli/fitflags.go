@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/headroom-ml/headroom/data"
-	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/train"
@@ -31,19 +28,40 @@ func (k *fitFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.augment, "augment", "", "image augmentation as pipeline maps, a list of: flip (horizontal, half the images), crop (pad by 1/8 of each side, crop back at random)")
 }
 
-// apply sets the run's callbacks, schedule, loss and clipping.
-func (k *fitFlags) apply(cfg *train.Config, trainSet *data.Examples, lr float64) error {
+// apply sets the run's callbacks, schedule, loss, clipping and
+// augmentation for data d (described by info).
+func (k *fitFlags) apply(cfg *train.Config, d *train.Data, info data.SetInfo, lr float64) error {
 	if k.patience < 0 {
-		return fmt.Errorf("--early-stopping-patience %d: want a number of epochs >= 0", k.patience)
+		return usagef("--early-stopping-patience %d: want a number of epochs >= 0", k.patience)
 	}
 	if k.patience > 0 {
 		monitor := "val_loss"
-		if cfg.Validation == nil {
+		if info.HeldOut == 0 {
 			monitor = "loss"
 		}
 		cfg.Callbacks = append(cfg.Callbacks, &train.EarlyStopping{Monitor: monitor, Patience: k.patience})
 	}
-	steps := int64(cfg.Epochs) * int64((trainSet.N+cfg.Batch-1)/cfg.Batch)
+	if err := k.schedules(cfg, int64(cfg.Epochs)*int64(d.StepsPerEpoch(cfg.Batch)), lr); err != nil {
+		return err
+	}
+	if err := k.weights(cfg, d); err != nil {
+		return err
+	}
+	if !(k.clipNorm >= 0) {
+		return usagef("--clip-norm %v: want a norm >= 0", k.clipNorm)
+	}
+	if k.clipNorm > 0 {
+		cfg.ClipNorm = k.clipNorm
+	}
+	aug, err := k.augmentation(cfg.Seed)
+	if aug != nil {
+		d.Augment(aug)
+	}
+	return err
+}
+
+// schedules sets the learning rate schedule over a run of steps.
+func (k *fitFlags) schedules(cfg *train.Config, steps int64, lr float64) error {
 	switch k.schedule {
 	case "", "constant":
 	case "cosine":
@@ -53,13 +71,19 @@ func (k *fitFlags) apply(cfg *train.Config, trainSet *data.Examples, lr float64)
 	case "warmup":
 		cfg.Schedule = optim.Warmup{Steps: max(1, steps/10), Then: optim.Constant(lr)}
 	default:
-		return fmt.Errorf("--lr-schedule %q: want constant, cosine, step or warmup", k.schedule)
+		return usagef("--lr-schedule %q: want constant, cosine, step or warmup", k.schedule)
 	}
+	return nil
+}
+
+// weights sets the class weights of --class-weight.
+func (k *fitFlags) weights(cfg *train.Config, d *train.Data) error {
 	switch k.classWeight {
 	case "":
 	case "balanced":
-		if trainSet.Labels == nil && trainSet.Pixels == nil && trainSet.Floats == nil {
-			return fmt.Errorf("--class-weight balanced needs the data in memory to count its classes, not --stream")
+		trainSet, err := d.Examples()
+		if err != nil {
+			return fmt.Errorf("--class-weight balanced needs the data in memory to count its classes, not --stream (%w)", err)
 		}
 		if trainSet.Labels == nil || trainSet.Classes < 2 {
 			return fmt.Errorf("--class-weight balanced needs class labels; data set %s has none", trainSet.Name)
@@ -73,12 +97,8 @@ func (k *fitFlags) apply(cfg *train.Config, trainSet *data.Examples, lr float64)
 		}
 		cfg.Loss = nn.ClassWeighted{Loss: base, Weights: nn.BalancedClassWeights(trainSet.Labels, trainSet.Classes)}
 	default:
-		return fmt.Errorf("--class-weight %q: want balanced", k.classWeight)
+		return usagef("--class-weight %q: want balanced", k.classWeight)
 	}
-	if !(k.clipNorm >= 0) {
-		return fmt.Errorf("--clip-norm %v: want a norm >= 0", k.clipNorm)
-	}
-	cfg.ClipNorm = k.clipNorm
 	return nil
 }
 
@@ -95,58 +115,8 @@ func (k *fitFlags) augmentation(seed uint64) (*data.Augmentation, error) {
 		case "crop":
 			a.Crop = true
 		default:
-			return nil, fmt.Errorf("--augment %q: want a list of flip, crop", k.augment)
+			return nil, usagef("--augment %q: want a list of flip, crop", k.augment)
 		}
 	}
 	return a, nil
-}
-
-// stream returns the pipeline --augment trains through (nil without it),
-// and adds the callback that draws each epoch's order.
-func (k *fitFlags) stream(cfg *train.Config, trainSet *data.Examples, seed uint64) (*data.EpochStream, error) {
-	aug, err := k.augmentation(seed)
-	if aug == nil || err != nil {
-		return nil, err
-	}
-	if trainSet.Pixels == nil && trainSet.Floats == nil {
-		return nil, fmt.Errorf("--augment with data streamed from its files (--stream) is not supported: the augmentation maps examples held in memory")
-	}
-	s, err := data.NewEpochStream(trainSet, seed, aug)
-	if err != nil {
-		return nil, fmt.Errorf("--augment: %w", err)
-	}
-	cfg.Callbacks = append(cfg.Callbacks, epochOrder{s})
-	return s, nil
-}
-
-// epochOrder draws the stream's order at each epoch's beginning.
-type epochOrder struct{ s *data.EpochStream }
-
-func (e epochOrder) OnEpochBegin(_ *train.Trainer, epoch int)             { e.s.SetEpoch(epoch) }
-func (e epochOrder) OnEpochEnd(_ *train.Trainer, _ *train.EpochLog) error { return nil }
-
-// fitData trains on the examples in memory, through the augmentation
-// pipeline when there is one, or on the stream of --data under the
-// pipeline budget pb (which the plan counts).
-func fitData(w io.Writer, t *train.Trainer, trainSet *data.Examples, aug *data.EpochStream, d *dataFlags, batch int, pb int64) (*train.History, error) {
-	if st := d.streamed; st != nil {
-		shuffle := streamShuffle(batch, st.Shape.Size(), pb)
-		fmt.Fprintf(w, "  input pipeline: %s read from its files each epoch (%d examples, shuffled in a buffer of %d), budget %s\n",
-			d.path, st.N, shuffle, mem.FormatBytes(pb))
-		return t.FitStream(context.Background(), st.Dataset(batch, shuffle), data.Config{Name: "stream", Budget: pb})
-	}
-	if aug == nil {
-		return t.Fit(trainSet)
-	}
-	per := int64(trainSet.Shape.Size()*4 + 4)
-	return t.FitStream(context.Background(), aug.Dataset(batch), data.Config{Name: "augment", Budget: 16*int64(batch)*per + 8<<20})
-}
-
-// streamShuffle is the shuffle buffer of a streamed run: 64 batches, at
-// least 1024 examples, but at most a quarter of the pipeline's budget
-// (an example of d features takes its float32 block and its label's, each
-// at least 64 bytes).
-func streamShuffle(batch, d int, budget int64) int {
-	per := max(64, int64(d*4+63)&^63) + 64
-	return int(max(1, min(int64(max(1024, 64*batch)), budget/4/per)))
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/nn"
@@ -32,21 +30,20 @@ func (o *options) loadKeras() (*keras.Model, error) {
 	return o.kf.m, nil
 }
 
-// kerasModel reads --keras and checks it against the data (nil when
-// planning without data): the model must have one input holding one
+// kerasModel reads --keras and checks it against the data (info.Train nil
+// when planning without data): the model must have one input holding one
 // example (reshaped as the model expects), and its first output one value
 // per class.
-func (o *options) kerasModel(d *data.Examples) (nn.Model, error) {
+func (o *options) kerasModel(info data.SetInfo) (nn.Model, error) {
 	km, err := o.loadKeras()
 	if err != nil {
 		return nil, err
 	}
 	m := km.NN()
+	d := info.Train
 	if d == nil {
 		return m, nil
 	}
-	// the run's model, as its output and RESULT line name it (one word)
-	o.model = strings.Join(strings.Fields(filepath.Base(o.keras)), "_")
 	ins := m.Inputs()
 	if len(ins) != 1 {
 		return nil, fmt.Errorf("%s has %d inputs: training feeds one (headroom plan --keras plans it)", o.keras, len(ins))

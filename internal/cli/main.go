@@ -22,7 +22,33 @@ Usage:
   headroom version           print the version
 
 Run 'headroom COMMAND -h' for the flags of a command.
+
+Exit status, the same for every command and model: 0 done; 1 an error (bad
+data, a plan that does not fit, a file that cannot be read or written); 2
+a usage error (an unknown command or flag, a flag's bad value); 128+N
+stopped by signal N after writing a checkpoint (143 for SIGTERM, 130 for
+SIGINT).
 `
+
+// Exit statuses (see usage).
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// commands maps a command's name to what runs it.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"train":    runTrain,
+	"plan":     runPlan,
+	"generate": runGenerate,
+	"predict":  runPredict,
+	"evaluate": runEvaluate,
+	"export":   runExport,
+	"version": func(args []string, stdout, _ io.Writer) error {
+		return runVersion(args, stdout)
+	},
+}
 
 // Main runs the command with args (without the program name) and returns
 // the exit status.
@@ -30,51 +56,69 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "headroom: internal error: %v (please report it)\n", r)
-			status = 2
+			status = exitError
 		}
 	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitUsage
 	}
-	var err error
-	switch args[0] {
-	case "train":
-		err = runTrain(args[1:], stdout, stderr)
-	case "plan":
-		err = runPlan(args[1:], stdout, stderr)
-	case "generate":
-		err = runGenerate(args[1:], stdout, stderr)
-	case "predict":
-		err = runPredict(args[1:], stdout, stderr)
-	case "evaluate":
-		err = runEvaluate(args[1:], stdout, stderr)
-	case "export":
-		err = runExport(args[1:], stdout, stderr)
-	case "version", "--version":
-		err = runVersion(args[1:], stdout)
+	name := args[0]
+	switch name {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return 0
-	default:
+		return exitOK
+	case "--version":
+		name = "version"
+	}
+	run, ok := commands[name]
+	if !ok {
 		fmt.Fprintf(stderr, "headroom: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		return exitUsage
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	var ex *exitError
-	if errors.As(err, &ex) {
-		fmt.Fprintf(stderr, "headroom: %s\n", ex.msg)
-		return ex.status
-	}
-	if err != nil {
-		msg := strings.TrimSpace(err.Error())
+	status, msg := exitStatus(run(args[1:], stdout, stderr))
+	if msg != "" {
 		fmt.Fprintf(stderr, "headroom: %s\n", msg)
-		return 1
 	}
-	return 0
+	return status
 }
+
+// exitStatus maps a command's error to the exit status and the message
+// printed for it (see usage): -h is no error, a usage error is 2, a run
+// stopped by a signal 128+N, anything else 1.
+func exitStatus(err error) (int, string) {
+	var u *usageError
+	var st *stoppedError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK, ""
+	case errors.As(err, &st):
+		return 128 + st.signal, st.msg
+	case errors.As(err, &u):
+		return exitUsage, strings.TrimSpace(u.Error())
+	}
+	return exitError, strings.TrimSpace(err.Error())
+}
+
+// usageError is a command line that cannot be run: an unknown flag, a
+// flag's bad value, flags that do not go together.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// stoppedError ends a run stopped by a signal after its checkpoint.
+type stoppedError struct {
+	signal int
+	msg    string
+}
+
+func (e *stoppedError) Error() string { return e.msg }
 
 // isTerminal reports whether w is a terminal (progress bars only there).
 func isTerminal(w io.Writer) bool {

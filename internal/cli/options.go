@@ -1,19 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"github.com/headroom-ml/headroom/data"
 	"io"
 	"math"
-	"runtime"
 
 	"github.com/headroom-ml/headroom/datasets"
-	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/mem"
-	"github.com/headroom-ml/headroom/nn"
-	"github.com/headroom-ml/headroom/optim"
-	"github.com/headroom-ml/headroom/tensor"
+	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -25,11 +21,11 @@ type options struct {
 	seed                               uint64
 	budget                             string
 	budgetBytes                        int64 // --budget; 0 without it
-	process                            processBudget
+	process                            train.ProcessBudget
 	processErr                         error // why there is no budget
 	precision                          string
 	accumulate                         int
-	remat                              bool
+	remat, stream                      bool
 	keras, profileDir                  string
 	seq                                int    // text: the window, in tokens (bytes)
 	text                               string // text: a file or folder of text to train on
@@ -44,15 +40,16 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.dataset, "dataset", "digits", "data set: digits (embedded), fashion-mnist, synthetic, shapes (segmentation: a class per pixel; the default for --model unet), go-src (Go's own sources: text for gpt and lstm)")
 	fs.StringVar(&o.dataDir, "data-dir", "", "directory of the Fashion-MNIST files (default "+datasets.FashionMNISTDir+")")
 	fs.IntVar(&o.epochs, "epochs", 0, "epochs (default: 20 on digits, 4 on shapes, 1 otherwise)")
-	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits and shapes, 128 otherwise)")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "threads for kernels")
+	fs.IntVar(&o.batch, "batch", 0, "batch size (default: 32 on digits, shapes, text and --data, 128 otherwise)")
+	fs.IntVar(&o.threads, "threads", defaultThreads(), "threads for kernels")
 	fs.Float64Var(&o.lr, "lr", 1e-3, "learning rate")
 	fs.StringVar(&o.optimizer, "optimizer", "adam", "optimizer: adam, adamw, sgd, momentum, nesterov")
 	fs.Uint64Var(&o.seed, "seed", 42, "random seed (weights, shuffling, dropout)")
-	fs.StringVar(&o.budget, "budget", "", "memory budget, e.g. 512MiB: the run fails before step 1 if it cannot fit")
+	fs.StringVar(&o.budget, "budget", "", "the whole process's memory budget, e.g. 512MiB (default: the limit it lives under, a container's or the machine's): the run fails before step 1 if it cannot fit")
 	fs.StringVar(&o.precision, "precision", "float32", "float32, mixed_bfloat16 or mixed_float16 (16-bit saved activations; float16 with dynamic loss scaling)")
 	fs.IntVar(&o.accumulate, "accumulate", 1, "split each batch into this many micro-batches and accumulate their gradients")
 	fs.BoolVar(&o.remat, "remat", false, "recompute activations in the backward pass, keeping every √L-th layer output")
+	fs.BoolVar(&o.stream, "stream", false, "read the training set from its files (or generate it) each epoch through the input pipeline instead of holding it in memory (fashion-mnist, synthetic, --data); automatic when it would take more than half the budget")
 	fs.StringVar(&o.keras, "keras", "", "a Keras model config (model.to_json() of a Sequential or functional model, a .keras file, or a TensorFlow.js model.json) to use instead of --model; its optimizer and loss are used unless --optimizer or --lr is given")
 	fs.BoolVar(&o.kerasWeights, "keras-weights", false, "with --keras: start from the weights the TensorFlow.js model.json's weightsManifest lists (shards beside it)")
 	fs.IntVar(&o.seq, "seq", 128, "text data sets (go-src, --text): the window of a language model, in bytes")
@@ -60,36 +57,44 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
 }
 
-// parse parses args (flags only) and completes the options.
-func (o *options) parse(fs *flag.FlagSet, args []string) error {
+// parse parses args (flags only) and completes the options; userData
+// reports whether the run trains on the user's files (--data).
+func (o *options) parse(fs *flag.FlagSet, args []string, userData func() bool) error {
 	if err := fs.Parse(args); err != nil {
-		return err
+		return &usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	o.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	o.set = explicit(fs)
 	if !o.set["dataset"] && o.model == "unet" {
 		o.dataset = "shapes" // a segmentation model: its own data set unless told
+	}
+	if userData != nil && userData() {
+		if o.set["dataset"] {
+			return usagef("give --data or --dataset, not both")
+		}
+		o.userData = true
 	}
 	return o.finish()
 }
 
+// finish sets the defaults that depend on the data and checks the flags.
 func (o *options) finish() error {
 	if o.epochs == 0 {
 		o.epochs = 1
-		switch o.dataset {
-		case "digits":
+		switch {
+		case o.userData:
+		case o.dataset == "digits":
 			o.epochs = 20
-		case "shapes":
+		case o.dataset == "shapes":
 			o.epochs = shapesEpochs
 		}
 	}
 	if o.batch == 0 {
 		o.batch = 128
 		switch {
-		case o.dataset == "digits" || o.isText():
+		case o.userData || o.dataset == "digits" || o.isText():
 			o.batch = 32
 		case o.dataset == "shapes":
 			o.batch = shapesBatch
@@ -98,93 +103,75 @@ func (o *options) finish() error {
 	if o.isText() && o.model == "small" { // the default model is not a language model
 		o.model = "gpt"
 	}
-	if o.seq <= 0 {
-		return fmt.Errorf("--seq %d: want a positive window", o.seq)
+	if err := o.check(); err != nil {
+		return err
 	}
-	if o.batch < 0 || o.epochs < 0 || o.threads <= 0 || o.accumulate <= 0 {
-		return fmt.Errorf("--batch, --epochs, --threads and --accumulate must be positive")
+	// the whole process's budget: --budget, else the limit it lives under
+	o.process, o.processErr = train.NewProcessBudget(o.budgetBytes, "--budget "+o.budget)
+	switch {
+	case o.processErr == nil, errors.Is(o.processErr, mem.ErrNoLimit):
+	case o.budgetBytes > 0:
+		return &usageError{o.processErr}
+	default: // the limit the process lives under leaves nothing for a plan
+		return o.processErr
 	}
-	if !(o.lr >= 0) || math.IsInf(o.lr, 0) { // as torch.optim: 0 is allowed, negative and NaN are not
-		return fmt.Errorf("--lr %v: want a finite learning rate >= 0", o.lr)
+	setThreads(o.threads)
+	return nil
+}
+
+// check refuses flag values no run can have.
+func (o *options) check() error {
+	switch {
+	case o.seq <= 0:
+		return usagef("--seq %d: want a positive window", o.seq)
+	case o.batch < 0 || o.epochs < 0 || o.threads <= 0 || o.accumulate <= 0:
+		return usagef("--batch, --epochs, --threads and --accumulate must be positive")
+	case !(o.lr >= 0) || math.IsInf(o.lr, 0): // as torch.optim: 0 is allowed, negative and NaN are not
+		return usagef("--lr %v: want a finite learning rate >= 0", o.lr)
+	case o.kerasWeights && o.keras == "":
+		return usagef("--keras-weights needs --keras")
+	case o.batch%o.accumulate != 0:
+		return usagef("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}
-	if o.kerasWeights && o.keras == "" {
-		return fmt.Errorf("--keras-weights needs --keras")
-	}
-	if o.batch%o.accumulate != 0 {
-		return fmt.Errorf("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
+	if _, err := step.ParsePrecision(o.precision); err != nil {
+		return &usageError{err}
 	}
 	if o.budget != "" {
 		b, err := mem.ParseBytes(o.budget)
 		if err != nil || b <= 0 {
-			return fmt.Errorf("--budget %q: want a size such as 512MiB", o.budget)
+			return usagef("--budget %q: want a size such as 512MiB", o.budget)
 		}
 		o.budgetBytes = b
 	}
-	// the whole process's budget: --budget, else the limit it lives under
-	o.process, o.processErr = newProcessBudget(o.budgetBytes, o.budget)
-	if o.processErr != nil && o.budgetBytes > 0 {
-		return o.processErr
-	}
-	runtime.GOMAXPROCS(o.threads)
-	kernels.SetThreads(o.threads)
 	return nil
 }
 
-// effectiveBudget returns the bytes the run's plan may reserve and where
-// that comes from: the whole process's budget (--budget, else the limit the
-// process lives under: the container's, else the machine's available
-// memory) less the process itself; 0 when no limit is known.
-func (o *options) effectiveBudget() (int64, string) {
-	if o.processErr == nil && o.process.plan > 0 {
-		return o.process.plan, o.process.describe()
+// planBudget returns the bytes the run's plan may reserve and where that
+// comes from: the whole process's budget less the process itself; 0 when
+// no limit is known.
+func (o *options) planBudget() (int64, string) {
+	if o.processErr == nil && o.process.Plan > 0 {
+		return o.process.Plan, o.process.Describe()
 	}
 	return 0, ""
 }
 
-// load returns the training and test sets.
-func (o *options) load() (trainSet, testSet *data.Examples, err error) {
-	switch o.dataset {
-	case "digits":
-		return datasets.Digits()
-	case "fashion-mnist", "fashion":
-		return datasets.FashionMNIST(o.dataDir)
-	case "synthetic":
-		// the peers' sizes: 60,000 examples for the mlp, 20,000 for the cnn
-		n, shape := 60000, tensor.Shape{784}
-		if o.model == "cnn" || o.model == "resnet" {
-			n, shape = 20000, tensor.Shape{28, 28, 1}
-		}
-		tr, te := datasets.Synthetic(shape, n, n/10, 10, 0)
-		return tr, te, nil
-	case "shapes":
-		tr, te := datasets.Shapes(shapesTrain, shapesTest, shapesSize, 0)
-		return tr, te, nil
+// isText reports whether the run trains a language model on text.
+func (o *options) isText() bool { return o.dataset == "go-src" || o.text != "" }
+
+// heldOut names the data set evaluated at each epoch's end.
+func (o *options) heldOut() string {
+	if o.userData || o.isText() {
+		return "validation"
 	}
-	return nil, nil, fmt.Errorf("unknown data set %q (known: digits, fashion-mnist, synthetic, shapes)", o.dataset)
+	return "test"
 }
 
-// config builds the model and the training configuration for the data.
-func (o *options) config(trainSet, testSet *data.Examples) (train.Config, error) {
-	var m nn.Model
-	var err error
-	if o.keras != "" {
-		if m, err = o.kerasModel(trainSet); err != nil {
-			return train.Config{}, err
-		}
-	} else if m, err = nn.NewModel(o.model, trainSet.Shape, trainSet.Classes); err != nil {
-		return train.Config{}, err
-	}
-	opt, err := optim.ByName(o.optimizer)
-	if err != nil {
-		return train.Config{}, err
-	}
-	budget, source := o.effectiveBudget()
-	cfg := train.Config{Model: m, Optimizer: opt, Schedule: optim.Constant(o.lr), Epochs: o.epochs, Batch: o.batch,
-		Seed: o.seed, Budget: budget, BudgetSource: source, Validation: testSet, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}
-	if o.keras != "" {
-		err = o.applyKeras(&cfg)
-	}
-	return cfg, err
+// explicit returns the flags set on the command line.
+func explicit(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
 }
 
 // newFlagSet returns a flag set that prints its flags on stdout for -h

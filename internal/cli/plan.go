@@ -3,15 +3,15 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/headroom-ml/headroom/data"
 	"io"
 	"sort"
 	"strings"
 
+	"github.com/headroom-ml/headroom/data"
+
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
-	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/profile"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
@@ -38,6 +38,10 @@ type planReport struct {
 	MaxBatchForBudget *int         `json:"max_batch_for_budget,omitempty"`
 	StepBatch         int          `json:"step_batch,omitempty"`     // set when --batch exceeds the training set: a step holds all of it
 	PrecisionNote     string       `json:"precision_note,omitempty"` // a 16-bit policy that keeps float32's layout, and why
+	DataBytes         int64        `json:"data_bytes"`               // the examples held in memory (part of input_bytes)
+	PipelineBytes     int64        `json:"pipeline_bytes"`           // the input pipeline's reservation (part of input_bytes)
+	Streamed          bool         `json:"streamed"`                 // the training set is read from its files (or generated) each epoch
+	Seq               int          `json:"seq,omitempty"`            // a language model's window
 	Layers            []layerBytes `json:"layers"`
 	// with --keras: the counts and rows of Keras' model.summary(), and the
 	// file's optimizer when the plan uses it
@@ -56,124 +60,133 @@ type layerBytes struct {
 	Other      int64  `json:"other_bytes"`
 }
 
+// planFlags are plan's own flags.
+type planFlags struct {
+	asJSON     bool
+	ranks      int
+	shard      bool
+	bucketSize string
+}
+
 func runPlan(args []string, stdout, stderr io.Writer) error {
 	var o options
+	var f planFlags
 	fs := newFlagSet("plan", stdout)
 	o.register(fs)
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	ranks := fs.Int("ranks", 1, "plan one process of a data-parallel run over this many (as under mpirun -np N): its share of --batch, the gradient buckets")
-	shard := fs.Bool("shard-optimizer", false, "with --ranks: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
-	bucketSize := fs.String("bucket-size", "1MiB", "with --ranks: the size of a gradient bucket")
-	if err := o.parse(fs, args); err != nil {
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	fs.IntVar(&f.ranks, "ranks", 1, "plan one process of a data-parallel run over this many (as under mpirun -np N): its share of --batch, the gradient buckets")
+	fs.BoolVar(&f.shard, "shard-optimizer", false, "with --ranks: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
+	fs.StringVar(&f.bucketSize, "bucket-size", "1MiB", "with --ranks: the size of a gradient bucket")
+	if err := o.parse(fs, args, nil); err != nil {
 		return err
 	}
-	if o.isText() { // a language model on text (text.go)
-		return runPlanText(&o, *asJSON, stdout)
-	}
-	bucketBytes, err := mem.ParseBytes(*bucketSize)
+	bucketBytes, err := mem.ParseBytes(f.bucketSize)
 	if err != nil || bucketBytes <= 0 {
-		return fmt.Errorf("--bucket-size %q: want a size such as 1MiB", *bucketSize)
+		return usagef("--bucket-size %q: want a size such as 1MiB", f.bucketSize)
 	}
-	if *ranks < 1 {
-		return fmt.Errorf("--ranks %d: want at least 1", *ranks)
+	if f.ranks < 1 {
+		return usagef("--ranks %d: want at least 1", f.ranks)
 	}
-	var trainSet, testSet *data.Examples
-	var cfg train.Config
-	trainN, evalN, dataBytes := 0, 0, int64(0) // 0: one batch, no data set
-	if o.keras != "" {
-		// a Keras model is planned on its own: one step, no data set
-		m, err := o.kerasModel(nil)
-		if err != nil {
-			return err
-		}
-		opt, err := optim.ByName(o.optimizer)
-		if err != nil {
-			return err
-		}
-		cfg = train.Config{Model: m, Optimizer: opt, Epochs: 1, Batch: o.batch, Precision: o.precision, Accumulate: o.accumulate, Remat: o.remat, Threads: o.threads}
-		if err := o.applyKeras(&cfg); err != nil {
-			return err
-		}
-		o.model, o.dataset = o.keras, "none"
-		if err := o.printKeras(stdout, *asJSON); err != nil {
-			return err
-		}
-	} else {
-		if trainSet, testSet, err = o.load(); err != nil {
-			return err
-		}
-		if cfg, err = o.config(trainSet, testSet); err != nil {
-			return err
-		}
-		trainN, evalN = trainSet.N, testSet.N
-		dataBytes = mem.Align(trainSet.Bytes()) + mem.Align(testSet.Bytes())
-	}
-	if *ranks > 1 {
-		cfg.Comm, cfg.ShardOptimizer, cfg.BucketBytes = planRanks(*ranks), *shard, bucketBytes
-	}
-	plan, totals, err := train.PlanFor(cfg, trainN, evalN)
+	cfg, d, err := o.planData(stdout, f.asJSON)
 	if err != nil {
 		return err
 	}
-	totals[mem.Input] += dataBytes
+	if f.ranks > 1 {
+		cfg.Comm, cfg.ShardOptimizer, cfg.BucketBytes = planRanks(f.ranks), f.shard, bucketBytes
+	}
+	rp, err := train.PlanFor(cfg, d)
+	if err != nil {
+		return err
+	}
+	r, err := o.report(cfg, d, rp)
+	if err != nil {
+		return err
+	}
+	if o.profileDir != "" {
+		if err := profile.WriteAll(o.profileDir, rp.Step, nil, r.Model); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	printReport(stdout, r)
+	return nil
+}
+
+// planData returns the configuration and the data a plan is made for: the
+// run's, or, with --keras, the model planned on its own (one step, no data
+// set), whose layers are printed first.
+func (o *options) planData(w io.Writer, asJSON bool) (train.Config, *train.Data, error) {
+	if o.keras == "" {
+		d, err := o.runData(nil)
+		if err != nil {
+			return train.Config{}, nil, err
+		}
+		info, err := o.describe(d, nil)
+		if err != nil {
+			return train.Config{}, nil, err
+		}
+		cfg, err := o.runConfig(info)
+		return cfg, d, err
+	}
+	cfg, err := o.runConfig(data.SetInfo{})
+	if err != nil {
+		return train.Config{}, nil, err
+	}
+	d := train.Described(data.SetInfo{Train: &data.Examples{Name: "none", Shape: cfg.Model.Inputs()[0].Shape}})
+	return cfg, d, o.printKeras(w, asJSON)
+}
+
+// report is the plan as plan prints it.
+func (o *options) report(cfg train.Config, d *train.Data, rp *train.RunPlan) (*planReport, error) {
 	// param_count: trainable parameters, as the peers count them (PyTorch's
 	// parameters(): BatchNormalization's moving statistics are not); a
 	// Keras file's count stays Keras' total (its "Total params")
 	total, trainable, err := nn.Params(cfg.Model)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	params := trainable
+	params, dataset := trainable, o.dataName(nil)
 	if o.keras != "" {
-		params = total
+		params, dataset = total, "none"
 	}
-	r := planReport{Model: o.model, Dataset: o.dataset, Batch: o.batch, ParamCount: params,
-		ParamsBytes: totals[mem.Param], GradsBytes: totals[mem.Grad], OptStateBytes: totals[mem.OptState],
-		ActivationsBytes: totals[mem.Activation], WorkspaceBytes: totals[mem.Workspace], InputBytes: totals[mem.Input],
-		ArenaBytes: plan.ArenaBytes, LowerBoundBytes: plan.LowerBound, Layers: perLayer(plan)}
-	for _, b := range totals {
-		r.PeakBytes += b
+	t := rp.Totals
+	r := &planReport{Model: o.modelName(), Dataset: dataset, Batch: o.batch, ParamCount: params,
+		ParamsBytes: t[mem.Param], GradsBytes: t[mem.Grad], OptStateBytes: t[mem.OptState],
+		ActivationsBytes: t[mem.Activation], WorkspaceBytes: t[mem.Workspace], InputBytes: t[mem.Input],
+		ArenaBytes: rp.Step.ArenaBytes, LowerBoundBytes: rp.Step.LowerBound, PeakBytes: rp.Peak, Layers: perLayer(rp.Step),
+		DataBytes: rp.DataBytes, PipelineBytes: rp.PipelineBytes, Streamed: rp.Streamed, PrecisionNote: rp.StorageNote}
+	if o.isText() {
+		r.Seq = o.seq
 	}
-	if trainN > 0 && o.batch > trainN {
-		r.StepBatch = trainN // as in Keras, one partial batch holds the whole set
+	if n := d.StepsPerEpoch(1); n > 0 && !o.isText() && o.batch > n {
+		r.StepBatch = n // as in Keras, one partial batch holds the whole set
 	}
 	if o.keras != "" {
-		if err := o.addKeras(&r); err != nil {
-			return err
+		if err := o.addKeras(r); err != nil {
+			return nil, err
 		}
 	}
-	if budget, source := o.effectiveBudget(); budget > 0 {
+	budget, source := o.planBudget()
+	if budget > 0 {
 		r.PlanBudgetBytes, r.BudgetSource = budget, source
 	}
 	if o.budgetBytes > 0 {
 		r.BudgetBytes = o.budgetBytes
-		limit := trainN
-		if o.keras != "" {
+		limit := d.StepsPerEpoch(1)
+		if limit <= 0 || o.isText() {
 			limit = 1 << 16
 		}
-		fit, err := train.MaxBatch(cfg, trainN, evalN, dataBytes, r.PlanBudgetBytes, limit)
+		fit, err := train.MaxBatch(cfg, d, budget, limit)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.MaxBatchForBudget = &fit
 	}
-	if o.profileDir != "" {
-		if err := profile.WriteAll(o.profileDir, plan, nil, o.model); err != nil {
-			return err
-		}
-	}
-	if cfg.Precision == "mixed_bfloat16" || cfg.Precision == "mixed_float16" {
-		if _, r.PrecisionNote, err = train.StorageFor(cfg, trainN, evalN); err != nil {
-			return err
-		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	}
-	printReport(stdout, &r)
-	return nil
+	return r, nil
 }
 
 // perLayer sums the plan's buffers by the layer that owns them: variables
@@ -222,10 +235,16 @@ func printReport(w io.Writer, r *planReport) {
 	fmt.Fprintf(w, "  optstate    %12d B  %s\n", r.OptStateBytes, fb(r.OptStateBytes))
 	fmt.Fprintf(w, "  activations %12d B  %s\n", r.ActivationsBytes, fb(r.ActivationsBytes))
 	fmt.Fprintf(w, "  workspace   %12d B  %s\n", r.WorkspaceBytes, fb(r.WorkspaceBytes))
-	fmt.Fprintf(w, "  input       %12d B  %s (batches and the data set)\n", r.InputBytes, fb(r.InputBytes))
+	fmt.Fprintf(w, "  input       %12d B  %s (batches, the data held in memory %s, the input pipeline %s)\n", r.InputBytes, fb(r.InputBytes), fb(r.DataBytes), fb(r.PipelineBytes))
 	fmt.Fprintf(w, "  peak        %12d B  %s (arena %s, lower bound %s)\n", r.PeakBytes, fb(r.PeakBytes), fb(r.ArenaBytes), fb(r.LowerBoundBytes))
 	if r.PrecisionNote != "" {
 		fmt.Fprintf(w, "  precision %s\n", r.PrecisionNote)
+	}
+	if r.Streamed {
+		fmt.Fprintf(w, "  the training set is streamed each epoch (it does not fit beside the plan, or --stream asked)\n")
+	}
+	if r.Seq > 0 {
+		fmt.Fprintf(w, "  windows of %d bytes\n", r.Seq)
 	}
 	fmt.Fprintf(w, "per layer (activation and other: arena buffers the layer owns, which share memory over time):\n")
 	fmt.Fprintf(w, "  %-24s %12s %12s %12s %12s\n", "layer", "params", "optstate", "activation", "other")

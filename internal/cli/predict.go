@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -46,33 +44,33 @@ func (f *inferFlags) register(fs *flag.FlagSet) {
 // parse parses args and checks the flags.
 func (f *inferFlags) parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		return err
+		return &usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if f.load == "" || f.df.path == "" {
-		return errors.New("--load (a model file) and --data are required")
+		return usagef("--load (a model file) and --data are required")
 	}
 	if f.batch <= 0 || f.micro < 0 || f.threads <= 0 {
-		return errors.New("--batch and --threads must be positive, --micro-batch >= 0")
+		return usagef("--batch and --threads must be positive, --micro-batch >= 0")
 	}
 	var err error
 	if f.budget != "" {
 		if f.budgetBytes, err = mem.ParseBytes(f.budget); err != nil || f.budgetBytes <= 0 {
-			return fmt.Errorf("--budget %q: want a size such as 64MiB", f.budget)
+			return usagef("--budget %q: want a size such as 64MiB", f.budget)
 		}
 	}
-	pb, err := newProcessBudget(f.budgetBytes, f.budget)
+	pb, err := train.NewProcessBudget(f.budgetBytes, "--budget "+f.budget)
 	switch {
 	case err == nil:
-		f.planBudget = pb.plan
+		f.planBudget = pb.Plan
 	case f.budgetBytes > 0:
-		return err
+		return &usageError{err}
 	}
 	if f.pipelineBudget != "" {
 		if f.pipelineBudgetVal, err = mem.ParseBytes(f.pipelineBudget); err != nil || f.pipelineBudgetVal <= 0 {
-			return fmt.Errorf("--pipeline-budget %q: want a size such as 16MiB", f.pipelineBudget)
+			return usagef("--pipeline-budget %q: want a size such as 16MiB", f.pipelineBudget)
 		}
 	}
 	setThreads(f.threads)
@@ -107,31 +105,21 @@ func (f *inferFlags) source(fs *flag.FlagSet, mf *train.ModelFile, unlabeled boo
 	return &data.Source{Path: f.df.path, Labels: f.df.labels, Unlabeled: unlabeled, Preprocessing: pre}, nil
 }
 
-// open opens the source and the predictor, and prints the plan.
-func (f *inferFlags) open(w io.Writer, command string, src *data.Source, mf *train.ModelFile, evaluate bool) (*train.Predictor, data.Dataset[data.Batch], data.Config, error) {
+// open opens the source and the predictor, and prints the plan: the
+// step's and the input pipeline's reservation, under the plan's budget.
+func (f *inferFlags) open(w io.Writer, command string, src *data.Source, mf *train.ModelFile, evaluate bool) (*train.Predictor, data.Dataset[data.Batch], error) {
 	var none data.Dataset[data.Batch]
 	ds, err := src.Open()
 	if errors.Is(err, data.ErrTextFormat) {
-		return nil, none, data.Config{}, fmt.Errorf("--data %s is text, which the model's input does not take", f.df.path)
+		return nil, none, fmt.Errorf("--data %s is text, which the model's input does not take", f.df.path)
 	}
 	if err != nil {
-		return nil, none, data.Config{}, err
-	}
-	in := mf.Model.Inputs()[0]
-	dcfg := data.Config{Name: "input pipeline", Budget: f.pipelineBudgetVal}
-	if dcfg.Budget == 0 {
-		dcfg.Budget = max(8<<20, 16*int64(f.batch)*int64(in.Shape.Size()*4+8))
-	}
-	budget := f.planBudget // the plan's share: what the pipeline leaves
-	if budget > 0 {
-		if budget -= dcfg.Budget; budget <= 0 {
-			return nil, none, data.Config{}, fmt.Errorf("the budget %s for the plan does not hold the input pipeline's %s", mem.FormatBytes(f.planBudget), mem.FormatBytes(dcfg.Budget))
-		}
+		return nil, none, err
 	}
 	p, err := train.NewPredictor(train.PredictConfig{Model: mf.Model, Weights: mf.Weight, Batch: f.batch, MicroBatch: f.micro,
-		Evaluate: evaluate, Loss: mf.Loss, Scale: src.ScaleOrDefault(), Threads: f.threads, Budget: budget})
+		Evaluate: evaluate, Loss: mf.Loss, Scale: src.ScaleOrDefault(), Threads: f.threads, Budget: f.planBudget, InputBudget: f.pipelineBudgetVal})
 	if err != nil {
-		return nil, none, data.Config{}, err
+		return nil, none, err
 	}
 	mf.Weights = nil // copied into the engine: the file's copy on the Go heap can go
 	runs := (f.batch + p.MicroBatch() - 1) / p.MicroBatch()
@@ -140,16 +128,16 @@ func (f *inferFlags) open(w io.Writer, command string, src *data.Source, mf *tra
 		fmt.Fprintf(w, " as %d runs of %d", runs, p.MicroBatch())
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "memory plan (known before the first batch): %s in total, and the input pipeline's budget %s\n", mem.FormatBytes(p.Planned), mem.FormatBytes(dcfg.Budget))
+	fmt.Fprintf(w, "memory plan (known before the first batch): %s in total, the input pipeline's %s included\n", mem.FormatBytes(p.Planned), mem.FormatBytes(p.PipelineBytes()))
 	step := "inference step"
 	if evaluate {
 		step = "evaluation step"
 	}
 	fmt.Fprintf(w, "  %s: %s\n", step, p.Describe())
 	if f.planBudget > 0 {
-		fmt.Fprintf(w, "  budget %s for the plan: %s to spare\n", mem.FormatBytes(f.planBudget), mem.FormatBytes(f.planBudget-p.Planned-dcfg.Budget))
+		fmt.Fprintf(w, "  budget %s for the plan: %s to spare\n", mem.FormatBytes(f.planBudget), mem.FormatBytes(f.planBudget-p.Planned))
 	}
-	return p, data.Batches(ds, f.batch, false).Prefetch(2), dcfg, nil
+	return p, data.Batches(ds, f.batch, false).Prefetch(2), nil
 }
 
 func runPredict(args []string, stdout, stderr io.Writer) error {
@@ -183,7 +171,7 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, ds, dcfg, err := f.open(w, "predict", src, mf, false)
+	p, ds, err := f.open(w, "predict", src, mf, false)
 	if err != nil {
 		return err
 	}
@@ -198,7 +186,7 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 	}
 	start := time.Now()
 	n := 0
-	err = p.Predict(context.Background(), ds, dcfg, func(o tensor.Tensor) error {
+	err = p.Predict(context.Background(), ds, func(o tensor.Tensor) error {
 		n += o.Shape()[0]
 		return sink.write(o)
 	})
@@ -211,8 +199,9 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 	}
 	secs := time.Since(start).Seconds()
 	fmt.Fprintf(w, "headroom: wrote %d outputs of shape %v to %s\n", n, sink.rowShape, *out)
-	fmt.Fprintf(stdout, "RESULT engine=headroom command=predict examples=%d samples_per_sec=%.1f planned_peak_bytes=%d measured_peak_bytes=%d pipeline_budget_bytes=%d micro_batch=%d threads=%d\n",
-		n, float64(n)/secs, p.Planned, p.Engine().Ledger().Peak(), dcfg.Budget, p.MicroBatch(), f.threads)
+	fmt.Fprintln(stdout, resultLine("engine", "headroom", "command", "predict", "examples", n, "samples_per_sec", fmt.Sprintf("%.1f", float64(n)/secs),
+		"planned_peak_bytes", p.Planned, "measured_peak_bytes", p.Engine().Ledger().Peak(), "pipeline_budget_bytes", p.PipelineBytes(),
+		"micro_batch", p.MicroBatch(), "threads", f.threads))
 	return nil
 }
 
@@ -236,13 +225,13 @@ func runEvaluate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, ds, dcfg, err := f.open(w, "evaluate", src, mf, true)
+	p, ds, err := f.open(w, "evaluate", src, mf, true)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	start := time.Now()
-	loss, acc, n, err := p.Evaluate(context.Background(), ds, dcfg, max(src.Classes, len(src.ClassNames)))
+	loss, acc, n, err := p.Evaluate(context.Background(), ds, max(src.Classes, len(src.ClassNames)))
 	if err != nil {
 		return err
 	}
@@ -252,8 +241,10 @@ func runEvaluate(args []string, stdout, stderr io.Writer) error {
 		line += fmt.Sprintf(" accuracy %.4f", acc)
 	}
 	fmt.Fprintln(w, line)
-	fmt.Fprintf(stdout, "RESULT engine=headroom command=evaluate examples=%d loss=%.6f acc=%.4f samples_per_sec=%.1f planned_peak_bytes=%d measured_peak_bytes=%d pipeline_budget_bytes=%d micro_batch=%d threads=%d\n",
-		n, loss, acc, float64(n)/secs, p.Planned, p.Engine().Ledger().Peak(), dcfg.Budget, p.MicroBatch(), f.threads)
+	fmt.Fprintln(stdout, resultLine("engine", "headroom", "command", "evaluate", "examples", n, "loss", fmt.Sprintf("%.6f", loss),
+		"acc", fmt.Sprintf("%.4f", acc), "samples_per_sec", fmt.Sprintf("%.1f", float64(n)/secs),
+		"planned_peak_bytes", p.Planned, "measured_peak_bytes", p.Engine().Ledger().Peak(), "pipeline_budget_bytes", p.PipelineBytes(),
+		"micro_batch", p.MicroBatch(), "threads", f.threads))
 	return nil
 }
 
@@ -270,119 +261,4 @@ func same(a, b string) bool {
 	aa, _ := filepath.Abs(a)
 	ab, _ := filepath.Abs(b)
 	return aa == ab
-}
-
-// outputSink writes prediction rows to an .npy or .csv file.
-type outputSink struct {
-	npy      *data.NPYWriter
-	path     string
-	tmp      *os.File
-	csv      *csv.Writer
-	names    []string // class names for the CSV header
-	files    []string // image files, one per row (a first CSV column)
-	row      int
-	rowShape tensor.Shape
-	header   bool
-	record   []string
-}
-
-func newOutputSink(path string, names, files []string) (*outputSink, error) {
-	return &outputSink{path: path, names: names, files: files}, nil
-}
-
-func (s *outputSink) write(o tensor.Tensor) error {
-	if s.rowShape == nil {
-		s.rowShape = o.Shape()[1:].Clone()
-		if strings.EqualFold(filepath.Ext(s.path), ".npy") {
-			var err error
-			if s.npy, err = data.CreateNPY(s.path, tensor.Float32, s.rowShape); err != nil {
-				return err
-			}
-		} else {
-			f, err := os.CreateTemp(filepath.Dir(s.path), "."+filepath.Base(s.path)+".tmp-*")
-			if err != nil {
-				return err
-			}
-			f.Chmod(0o644) // as os.Create would make it (CreateTemp makes 0600)
-			s.tmp, s.csv = f, csv.NewWriter(f)
-		}
-	}
-	if s.npy != nil {
-		if o.DType() != tensor.Float32 {
-			c := tensor.New(tensor.Float32, o.Shape())
-			for i := 0; i < o.Len(); i++ {
-				c.SetFloat64At(i, o.Float64At(i))
-			}
-			o = c
-		}
-		return s.npy.Write(o)
-	}
-	rows := o.Shape()[0]
-	per := o.Len() / max(rows, 1)
-	if !s.header {
-		s.header = true
-		var head []string
-		if s.files != nil {
-			head = append(head, "file")
-		}
-		if len(s.names) == per {
-			head = append(head, s.names...)
-		} else {
-			for k := 0; k < per; k++ {
-				head = append(head, "out_"+strconv.Itoa(k))
-			}
-		}
-		if err := s.csv.Write(head); err != nil {
-			return err
-		}
-	}
-	for r := 0; r < rows; r++ {
-		s.record = s.record[:0]
-		if s.files != nil {
-			s.record = append(s.record, s.files[s.row])
-		}
-		for k := 0; k < per; k++ {
-			s.record = append(s.record, strconv.FormatFloat(o.Float64At(r*per+k), 'g', 9, 32))
-		}
-		if err := s.csv.Write(s.record); err != nil {
-			return err
-		}
-		s.row++
-	}
-	return nil
-}
-
-func (s *outputSink) close() error {
-	if s.npy != nil {
-		return s.npy.Close()
-	}
-	if s.csv == nil {
-		return errors.New("no outputs: the data holds no examples")
-	}
-	s.csv.Flush()
-	err := s.csv.Error()
-	if err == nil {
-		err = s.tmp.Sync()
-	}
-	if cerr := s.tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(s.tmp.Name(), s.path)
-	}
-	if err != nil {
-		os.Remove(s.tmp.Name())
-		return fmt.Errorf("writing %s: %w", s.path, err)
-	}
-	return nil
-}
-
-func (s *outputSink) abort() {
-	if s.npy != nil {
-		s.npy.Abort()
-	}
-	if s.tmp != nil {
-		s.tmp.Close()
-		os.Remove(s.tmp.Name())
-	}
 }

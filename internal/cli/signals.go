@@ -59,14 +59,6 @@ func signalNumber(sig os.Signal) int {
 	return 0
 }
 
-// exitError ends the command with a status of its own and a message.
-type exitError struct {
-	status int
-	msg    string
-}
-
-func (e *exitError) Error() string { return e.msg }
-
 // signalName returns "SIGTERM", "SIGINT" or sig's own name.
 func signalName(sig os.Signal) string {
 	switch sig {

@@ -112,7 +112,7 @@ func TestGenerateNeedsALanguageModel(t *testing.T) {
 		t.Fatalf("train: %s", stderr)
 	}
 	status, _, stderr = run(t, "generate", "--load", path)
-	if status == 0 || !strings.Contains(stderr, "headroom.seq.model") {
-		t.Errorf("generate on a classifier's weights: status %d, stderr %q; want an error naming headroom.seq.model", status, stderr)
+	if status == 0 || !strings.Contains(stderr, "holds no language model") || !strings.Contains(stderr, path) {
+		t.Errorf("generate on a classifier's weights: status %d, stderr %q; want an error saying the file holds no language model", status, stderr)
 	}
 }
