@@ -95,11 +95,11 @@ type UnsupportedError struct {
 }
 
 func (e *UnsupportedError) Error() string {
-	s := fmt.Sprintf("compile: target %s does not run %s on %s", e.Target, e.Op, e.DType)
+	types := "on " + e.DType.String()
 	if e.InDType != e.DType {
-		s += fmt.Sprintf(" from %s", e.InDType)
+		types = fmt.Sprintf("from %s to %s", e.InDType, e.DType)
 	}
-	return s + fmt.Sprintf(" (%s, built at %s)", e.Owner, e.Site)
+	return fmt.Sprintf("compile: target %s does not run %s %s (%s, built at %s)", e.Target, e.Op, types, e.Owner, e.Site)
 }
 
 // checkSupport returns an *UnsupportedError for the first live node whose
