@@ -23,3 +23,21 @@ func TestEveryOpHasAnExportEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryTranslationIsRun: every op with a translation is in one of the
+// models the onnxruntime tests export and run (testModels), so a new
+// translation comes with a case there.
+func TestEveryTranslationIsRun(t *testing.T) {
+	ran := map[graph.Op]bool{}
+	for _, m := range testModels(t) {
+		g, _, _ := m.build(2)
+		for _, n := range g.Nodes() {
+			ran[n.Op()] = true
+		}
+	}
+	for op := graph.Op(1); op < graph.NumOps; op++ {
+		if rules[op].emit != nil && !ran[op] {
+			t.Errorf("op %s has a translation but no test model (testModels) exports it", op)
+		}
+	}
+}
