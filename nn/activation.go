@@ -30,14 +30,14 @@ func registerActivation(name string, f func(x *graph.Node) *graph.Node) {
 // erf(x/√2)), Keras' default (approximate=False).
 func init() {
 	registerActivation("linear", func(x *graph.Node) *graph.Node { return x })
-	registerActivation("relu", graph.Relu)
+	registerActivation("relu", func(x *graph.Node) *graph.Node { return graph.Relu(x) })
 	registerActivation("gelu", func(x *graph.Node) *graph.Node {
 		half := graph.MulScalar(x, 0.5)
 		return graph.Mul(half, graph.AddScalar(graph.Erf(graph.MulScalar(x, 1/math.Sqrt2)), 1))
 	})
-	registerActivation("sigmoid", graph.Sigmoid)
-	registerActivation("tanh", graph.Tanh)
-	registerActivation("softmax", graph.Softmax)
+	registerActivation("sigmoid", func(x *graph.Node) *graph.Node { return graph.Sigmoid(x) })
+	registerActivation("tanh", func(x *graph.Node) *graph.Node { return graph.Tanh(x) })
+	registerActivation("softmax", func(x *graph.Node) *graph.Node { return graph.Softmax(x) })
 }
 
 // Activate returns x passed through the named activation ("" or "linear" is
