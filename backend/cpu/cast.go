@@ -13,8 +13,11 @@ func init() {
 }
 
 func bindCast(b *Bound) func() error {
-	if b.halfCast() {
-		return func() error { b.runHalfCast(); return nil }
+	if part := halfCastPart(b); part != nil {
+		return func() error {
+			b.runHalfCast(part)
+			return nil
+		}
 	}
 	src, dst := b.in[0], b.out
 	switch b.DType {
@@ -61,7 +64,7 @@ func castBool(dst, src []byte, from tensor.DType) {
 }
 
 // castHalf casts to a 16-bit float through float32 (from float32 itself:
-// halfCast): every source converts to float32 exactly or by one rounding.
+// halfCastPart): every source converts to float32 exactly or by one rounding.
 func castHalf(dst, src []byte, to, from tensor.DType) {
 	n := len(dst) / 2
 	srcT, _ := tensor.FromBytes(from, tensor.Shape{n}, src)
@@ -82,49 +85,62 @@ func castHalf(dst, src []byte, to, from tensor.DType) {
 // a 16-bit float type is split over the kernels' threads.
 const halfCastMin = 1 << 15
 
-// halfCast reports whether b casts between float32 and bfloat16 or
-// float16: the mixed-precision policies' casts of saved activations, large
-// and on the step's path, which run in parts on the kernels' threads.
-func (b *Bound) halfCast() bool {
+// halfCastPart returns the function that converts a part of b when b
+// casts between float32 and bfloat16 or float16 (the mixed-precision
+// policies' casts of saved activations, large and on the step's path,
+// which run in parts on the kernels' threads), else nil.
+func halfCastPart(b *Bound) func(arg any, p int) {
 	switch {
-	case b.InDType == tensor.Float32 && (b.DType == tensor.BFloat16 || b.DType == tensor.Float16):
-		return true
-	case b.DType == tensor.Float32 && (b.InDType == tensor.BFloat16 || b.InDType == tensor.Float16):
-		return true
+	case b.InDType == tensor.Float32 && b.DType == tensor.BFloat16:
+		return toBF16Part
+	case b.InDType == tensor.Float32 && b.DType == tensor.Float16:
+		return toF16Part
+	case b.DType == tensor.Float32 && b.InDType == tensor.BFloat16:
+		return fromBF16Part
+	case b.DType == tensor.Float32 && b.InDType == tensor.Float16:
+		return fromF16Part
 	}
-	return false
+	return nil
 }
 
-// runHalfCast runs a halfCast, split over the kernels' threads when large.
-func (b *Bound) runHalfCast() {
+// runHalfCast runs a cast between float32 and a 16-bit float in parts,
+// split over the kernels' threads when large.
+func (b *Bound) runHalfCast(part func(arg any, p int)) {
 	n := len(b.out) / b.DType.Size()
 	b.splits = 1
 	if n >= halfCastMin {
 		b.splits = kernels.Threads()
 	}
-	kernels.Parallel(b.splits, halfCastPart, b)
+	kernels.Parallel(b.splits, part, b)
 }
 
-// halfCastPart converts part p of b.splits of a halfCast.
-func halfCastPart(arg any, p int) {
+// The parts of the half casts: part p of b.splits of the elements.
+func fromBF16Part(arg any, p int) {
 	b := arg.(*Bound)
-	if b.DType == tensor.Float32 {
-		dst := tensor.As[float32](b.out)
-		lo, hi := p*len(dst)/b.splits, (p+1)*len(dst)/b.splits
-		if b.InDType == tensor.BFloat16 {
-			kernels.BF16ToFloat32(dst[lo:hi], tensor.As16[tensor.BF16](b.in[0])[lo:hi])
-		} else {
-			kernels.F16ToFloat32(dst[lo:hi], tensor.As16[tensor.F16](b.in[0])[lo:hi])
-		}
-		return
-	}
+	dst := tensor.As[float32](b.out)
+	lo, hi := p*len(dst)/b.splits, (p+1)*len(dst)/b.splits
+	kernels.BF16ToFloat32(dst[lo:hi], tensor.As16[tensor.BF16](b.in[0])[lo:hi])
+}
+
+func fromF16Part(arg any, p int) {
+	b := arg.(*Bound)
+	dst := tensor.As[float32](b.out)
+	lo, hi := p*len(dst)/b.splits, (p+1)*len(dst)/b.splits
+	kernels.F16ToFloat32(dst[lo:hi], tensor.As16[tensor.F16](b.in[0])[lo:hi])
+}
+
+func toBF16Part(arg any, p int) {
+	b := arg.(*Bound)
 	src := tensor.As[float32](b.in[0])
 	lo, hi := p*len(src)/b.splits, (p+1)*len(src)/b.splits
-	if b.DType == tensor.BFloat16 {
-		kernels.Float32ToBF16(tensor.As16[tensor.BF16](b.out)[lo:hi], src[lo:hi])
-	} else {
-		kernels.Float32ToF16(tensor.As16[tensor.F16](b.out)[lo:hi], src[lo:hi])
-	}
+	kernels.Float32ToBF16(tensor.As16[tensor.BF16](b.out)[lo:hi], src[lo:hi])
+}
+
+func toF16Part(arg any, p int) {
+	b := arg.(*Bound)
+	src := tensor.As[float32](b.in[0])
+	lo, hi := p*len(src)/b.splits, (p+1)*len(src)/b.splits
+	kernels.Float32ToF16(tensor.As16[tensor.F16](b.out)[lo:hi], src[lo:hi])
 }
 
 // castTo returns the cast of src, by its dtype, into dst.
@@ -140,7 +156,7 @@ func castTo[D kernels.Number](b *Bound, dst []D, src []byte) func() error {
 		return convert(dst, tensor.As[int64](src))
 	case tensor.Uint8, tensor.Bool:
 		return convert(dst, src)
-	case tensor.Float16: // (to float32: halfCast)
+	case tensor.Float16: // (to float32: halfCastPart)
 		s := tensor.As16[tensor.F16](src)
 		return func() error {
 			for i := range dst {
@@ -148,7 +164,7 @@ func castTo[D kernels.Number](b *Bound, dst []D, src []byte) func() error {
 			}
 			return nil
 		}
-	case tensor.BFloat16: // (to float32: halfCast)
+	case tensor.BFloat16: // (to float32: halfCastPart)
 		s := tensor.As16[tensor.BF16](src)
 		return func() error {
 			for i := range dst {

@@ -10,11 +10,11 @@ import (
 // bound instruction's Comm; with a single process (no Comm) a sum is its
 // input and a gather a copy.
 func init() {
-	register(graph.OpAllReduce, kernel{bind: floats(run(allReduce), run(allReduce))})
-	register(graph.OpReduceScatter, kernel{bind: every(run(reduceScatter))})
-	register(graph.OpAllGather, kernel{bind: every(run(allGather))})
-	register(graph.OpAllReduceStart, kernel{bind: floats(run(allReduceStart), run(allReduceStart))})
-	register(graph.OpAllReduceWait, kernel{bind: floats(run(allReduceWait), run(allReduceWait))})
+	register(graph.OpAllReduce, kernel{bind: floats(fromBound(allReduce), fromBound(allReduce))})
+	register(graph.OpReduceScatter, kernel{bind: every(fromBound(reduceScatter))})
+	register(graph.OpAllGather, kernel{bind: every(fromBound(allGather))})
+	register(graph.OpAllReduceStart, kernel{bind: floats(fromBound(allReduceStart), fromBound(allReduceStart))})
+	register(graph.OpAllReduceWait, kernel{bind: floats(fromBound(allReduceWait), fromBound(allReduceWait))})
 }
 
 // allReduce sums its input over every process into its output.

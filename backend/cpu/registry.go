@@ -115,7 +115,8 @@ func every(f binder) [numDTypes]binder {
 	return b
 }
 
-// run adapts a kernel that reads its views from b at run time to a binder.
-func run(f func(b *Bound) error) binder {
+// fromBound adapts a kernel that reads its views from the bound
+// instruction when it runs to a binder.
+func fromBound(f func(b *Bound) error) binder {
 	return func(b *Bound) func() error { return func() error { return f(b) } }
 }

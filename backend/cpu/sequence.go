@@ -12,14 +12,16 @@ import (
 // per-thread buffers in the instruction's workspace, so the plan counts
 // them), the in-place sum of slice gradients and the cache write.
 func init() {
-	register(graph.OpAttention, kernel{bind: floats(run(attention[float32]), run(attention[float64])), lower: attentionWorkspace})
-	register(graph.OpAttentionGrad, kernel{bind: floats(run(attentionGrad[float32]), run(attentionGrad[float64])), lower: attentionGradWorkspace})
-	register(graph.OpUnsliceAdd, kernel{bind: floats(run(unsliceAdd[float32]), run(unsliceAdd[float64]))})
-	register(graph.OpCacheWrite, kernel{bind: every(run(cacheWrite))})
-	register(graph.OpGelu, kernel{bind: floats(run(gelu), run(gelu))})
-	register(graph.OpGeluGrad, kernel{bind: floats(run(gelu), run(gelu))})
-	register(graph.OpLayerNorm, kernel{bind: floats(run(layerNorm), run(layerNorm)), lower: layerNormWorkspace})
-	register(graph.OpLayerNormGrad, kernel{bind: floats(run(layerNormGrad), run(layerNormGrad)), lower: layerNormGradWorkspace})
+	register(graph.OpAttention, kernel{bind: floats(fromBound(attention[float32]), fromBound(attention[float64])), lower: attentionWorkspace})
+	register(graph.OpAttentionGrad, kernel{bind: floats(fromBound(attentionGrad[float32]), fromBound(attentionGrad[float64])), lower: attentionGradWorkspace})
+	register(graph.OpUnsliceAdd, kernel{bind: floats(fromBound(unsliceAdd[float32]), fromBound(unsliceAdd[float64]))})
+	register(graph.OpCacheWrite, kernel{bind: every(fromBound(cacheWrite))})
+	register(graph.OpGelu, kernel{bind: floats(splitting(geluPart[float32]), splitting(geluPart[float64]))})
+	register(graph.OpGeluGrad, kernel{bind: floats(splitting(geluGradPart[float32]), splitting(geluGradPart[float64]))})
+	register(graph.OpLayerNorm, kernel{bind: floats(bindLayerNorm(layerNormPart[float32]), bindLayerNorm(layerNormPart[float64])),
+		lower: layerNormWorkspace})
+	register(graph.OpLayerNormGrad, kernel{bind: floats(bindLayerNormGrad[float32], bindLayerNormGrad[float64]),
+		lower: layerNormGradWorkspace})
 }
 
 // layerNormWorkspace: mean and rstd where nothing reads them.
@@ -168,51 +170,37 @@ func cacheWrite(b *Bound) error {
 // split over the kernels' threads.
 const geluSplit = 1 << 15
 
-// gelu runs a gelu or its gradient, split over the kernels' threads when
-// large.
-func gelu(b *Bound) error { split(b, geluParts); return nil }
-
-// The parts' functions are not generic: the function value of a generic
-// instantiation is a closure over its dictionary, allocated when passed on.
-func geluParts(arg any, p int) {
-	if arg.(*Bound).DType == tensor.Float32 {
-		geluPart[float32](arg, p)
-	} else {
-		geluPart[float64](arg, p)
+// splitting binds an op that runs part over its elements, in parts on the
+// kernels' threads when there are many (split).
+func splitting(part func(arg any, p int)) binder {
+	return func(b *Bound) func() error {
+		return func() error {
+			split(b, part)
+			return nil
+		}
 	}
 }
 
-func layerNormParts(arg any, p int) {
-	if arg.(*Bound).DType == tensor.Float32 {
-		layerNormPart[float32](arg, p)
-	} else {
-		layerNormPart[float64](arg, p)
-	}
-}
-
-func layerNormGradParts(arg any, p int) {
-	if arg.(*Bound).DType == tensor.Float32 {
-		layerNormGradPart[float32](arg, p)
-	} else {
-		layerNormGradPart[float64](arg, p)
-	}
-}
-
-// geluPart runs part p of b.splits of a gelu or its gradient.
+// geluPart runs part p of b.splits of a gelu.
 func geluPart[T kernels.Float](arg any, p int) {
 	b := arg.(*Bound)
 	n := len(b.out) / b.DType.Size()
 	lo, hi := p*n/b.splits, (p+1)*n/b.splits
-	out, x := tensor.As[T](b.out)[lo:hi], tensor.As[T](b.in[0])[lo:hi]
-	if b.Op == graph.OpGelu {
-		kernels.Gelu(out, x)
-		return
-	}
-	kernels.GeluGrad(out, x, tensor.As[T](b.in[1])[lo:hi])
+	kernels.Gelu(tensor.As[T](b.out)[lo:hi], tensor.As[T](b.in[0])[lo:hi])
+}
+
+// geluGradPart runs part p of b.splits of a gelu's gradient.
+func geluGradPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	n := len(b.out) / b.DType.Size()
+	lo, hi := p*n/b.splits, (p+1)*n/b.splits
+	kernels.GeluGrad(tensor.As[T](b.out)[lo:hi], tensor.As[T](b.in[0])[lo:hi], tensor.As[T](b.in[1])[lo:hi])
 }
 
 // split runs part over the instruction's elements, in parts on the kernels'
-// threads when there are many. It allocates nothing.
+// threads when there are many. It allocates nothing: part is a function
+// value made when the program was bound (a generic instantiation's is a
+// closure over its dictionary, allocated where it is made).
 func split(b *Bound, part func(arg any, p int)) {
 	b.splits = 1
 	if len(b.out)/b.DType.Size() >= geluSplit {
@@ -226,10 +214,15 @@ func split(b *Bound, part func(arg any, p int)) {
 // the order they are added in, never depend on the threads.
 func lnChunks(rows int) int { return max(1, min(rows, 16)) }
 
-func layerNorm(b *Bound) error {
-	b.splits = lnChunks(b.Matrix.Rows)
-	kernels.Parallel(b.splits, layerNormParts, b)
-	return nil
+// bindLayerNorm binds a layer norm over chunks of its rows (part).
+func bindLayerNorm(part func(arg any, p int)) binder {
+	return func(b *Bound) func() error {
+		return func() error {
+			b.splits = lnChunks(b.Matrix.Rows)
+			kernels.Parallel(b.splits, part, b)
+			return nil
+		}
+	}
 }
 
 // layerNormPart normalizes chunk p of b.splits of the rows.
@@ -243,21 +236,20 @@ func layerNormPart[T kernels.Float](arg any, p int) {
 	kernels.LayerNormRows(tensor.As[T](b.out), mean, rstd, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.in[2]), g.Cols, g.Eps, lo, hi)
 }
 
-// layerNormGrad reads x, gamma, mean, rstd and dy and writes dx (its
-// output), dgamma and dbeta (its parts): each chunk of rows adds its terms
-// to partial sums of its own in the workspace, which are then added up in
-// chunk order.
-func layerNormGrad(b *Bound) error {
-	b.splits = lnChunks(b.Matrix.Rows)
-	sums := tensor.As[float64](b.work[:b.splits*2*b.Matrix.Cols*8])
-	clear(sums)
-	kernels.Parallel(b.splits, layerNormGradParts, b)
-	if b.DType == tensor.Float32 {
-		layerNormGradSums[float32](b, sums)
-	} else {
-		layerNormGradSums[float64](b, sums)
+// bindLayerNormGrad binds the gradient of a layer norm: it reads x, gamma,
+// mean, rstd and dy and writes dx (its output), dgamma and dbeta (its
+// parts); each chunk of rows adds its terms to partial sums of its own in
+// the workspace, which are then added up in chunk order.
+func bindLayerNormGrad[T kernels.Float](b *Bound) func() error {
+	chunk := layerNormGradPart[T] // made once, here
+	return func() error {
+		b.splits = lnChunks(b.Matrix.Rows)
+		sums := tensor.As[float64](b.work[:b.splits*2*b.Matrix.Cols*8])
+		clear(sums)
+		kernels.Parallel(b.splits, chunk, b)
+		layerNormGradSums[T](b, sums)
+		return nil
 	}
-	return nil
 }
 
 // layerNormGradSums adds the chunks' partial sums, in chunk order, into
