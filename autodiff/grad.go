@@ -234,9 +234,14 @@ func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool
 	if gy == nil || !fromW[id] || !toLoss[id] || len(node.Inputs()) == 0 {
 		return
 	}
-	r := rules[node.Op()]
+	e := rules[node.Op()]
+	r := e.rule
 	if r == nil {
-		panic(&graph.Error{Op: node.Op(), Owner: node.Owner(), Site: node.Site(), Msg: "has no gradient rule"})
+		msg := "has no gradient rule"
+		if e.why != "" {
+			msg += " (" + e.why + ")"
+		}
+		panic(&graph.Error{Op: node.Op(), Owner: node.Owner(), Site: node.Site(), Msg: msg})
 	}
 	g.PushScope("grad/" + node.Owner())
 	site := g.SetSite(node.Site())
@@ -274,17 +279,4 @@ func accumulate(a, b *graph.Node) *graph.Node {
 		return graph.UnsliceAdd(b, a.Inputs()[0], a.Attr().Starts)
 	}
 	return graph.Add(a, b)
-}
-
-// Differentiable reports whether op has a VJP rule that passes gradients to
-// some input (the gradient checks use it to prove they cover every rule).
-func Differentiable(op graph.Op) bool {
-	if rules[op] == nil {
-		return false
-	}
-	switch op {
-	case graph.OpEqual, graph.OpNotEqual, graph.OpLess, graph.OpLessEqual, graph.OpGreater, graph.OpGreaterEqual, graph.OpOneHot, graph.OpDropoutMask:
-		return false
-	}
-	return true
 }

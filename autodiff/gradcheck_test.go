@@ -161,14 +161,18 @@ func gradCases() []gradCase {
 			return graph.Tanh(graph.Add(graph.MatMul(x[0], x[1]), x[2]))
 		}},
 	}
-	for _, more := range moreGradCases {
-		cases = append(cases, more()...)
+	for _, family := range familyGradCases {
+		cases = append(cases, family()...)
 	}
 	return cases
 }
 
-// moreGradCases are the checks of op families kept in files of their own.
-var moreGradCases []func() []gradCase
+// familyGradCases are the checks of the op families whose tests live in
+// files of their own (vision_gradcheck_test.go, sequence_test.go), added
+// by registerGradCases when the test binary initializes.
+var familyGradCases []func() []gradCase
+
+func registerGradCases(f func() []gradCase) { familyGradCases = append(familyGradCases, f) }
 
 func TestGradients(t *testing.T) {
 	for _, c := range gradCases() {

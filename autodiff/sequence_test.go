@@ -7,7 +7,7 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-func init() { moreGradCases = append(moreGradCases, sequenceGradCases) }
+func init() { registerGradCases(sequenceGradCases) }
 
 // sequenceGradCases check attention (the memory-efficient op, in float64
 // its reference loop) in each causal mode, with a mask that hides whole

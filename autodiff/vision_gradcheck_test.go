@@ -7,7 +7,7 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-func init() { moreGradCases = append(moreGradCases, visionGradCases) }
+func init() { registerGradCases(visionGradCases) }
 
 // visionGradCases are the gradient checks of the vision ops
 // (graph/vision.go) and of the compositions nn builds from them.

@@ -353,7 +353,8 @@ func (a *assigner) instr(n *graph.Node, ins []int) Instr {
 	}
 	if p := a.fused.poolRelu[n.ID()]; p != nil {
 		it := lowerNode(p, out, ins)
-		it.Node, it.Owner, it.Site, it.ReluMask = n.ID(), n.Owner(), n.Site(), true
+		it.Node, it.Owner, it.Site = n.ID(), n.Owner(), n.Site()
+		it.Window.ReluMask = true
 		return it
 	}
 	it := lowerNode(n, out, ins)
@@ -408,11 +409,10 @@ func (a *assigner) lower() []Instr {
 	}
 	for _, e := range a.emit {
 		n := e.node
-		if e.copy {
+		if e.copy { // variable, value: the value copied into the variable's buffer
 			v, x := n.Inputs()[0], n.Inputs()[1]
 			vb := a.nodeBuf[v.ID()]
-			out = append(out, Instr{Op: graph.OpAssign, Node: n.ID(), Owner: n.Owner(), Site: n.Site(),
-				DType: n.DType(), InDType: n.DType(), Out: vb, In: []int{vb, a.nodeBuf[x.ID()]}, Shape: n.Shape()})
+			out = append(out, lowerNode(n, vb, []int{vb, a.nodeBuf[x.ID()]}))
 			continue
 		}
 		in := a.inputsOf(n)
@@ -422,7 +422,7 @@ func (a *assigner) lower() []Instr {
 		}
 		it := a.instr(n, ins)
 		if n.Op() == graph.OpAllReduceWait {
-			it.Pair = at[n.Inputs()[0].ID()]
+			it.Collective = &CollectiveGeom{Start: at[n.Inputs()[0].ID()]}
 		}
 		a.opt.Target.Lower(&it)
 		it.Work = e.work

@@ -23,6 +23,12 @@ type fusion struct {
 	poolRelu map[int]*graph.Node
 }
 
+// The fused chain is an instruction of its own, made here rather than
+// lowered from a node: one operation per element and step.
+func init() {
+	register(graph.OpFused, lowering{flops: func(it *Instr, out float64) float64 { return out * float64(len(it.Fused.Steps)) }})
+}
+
 type group struct {
 	members []*graph.Node // id order; the root is last
 	leaves  []*graph.Node // inputs from outside the group, in first-use order
@@ -30,18 +36,10 @@ type group struct {
 }
 
 // fusable reports whether n is an elementwise op the fused instruction
-// runs, whose every input maps onto n's elements (same size, a scalar, or a
-// bias over n's last axes).
+// runs (its lowering says so: lowering.fusable), whose every input maps
+// onto n's elements (same size, a scalar, or a bias over n's last axes).
 func fusable(n *graph.Node) bool {
-	switch n.Op() {
-	case graph.OpNeg, graph.OpExp, graph.OpLog, graph.OpSqrt, graph.OpRelu, graph.OpSigmoid, graph.OpTanh,
-		graph.OpErf, graph.OpAbs, graph.OpAdd, graph.OpSub, graph.OpMul, graph.OpDiv, graph.OpMaximum,
-		graph.OpMinimum, graph.OpReluGrad, graph.OpSigmoidGrad, graph.OpTanhGrad:
-	case graph.OpWhere: // only a guard: one Bool for every element (see graph.SetGuard)
-		if c := n.Inputs()[0]; c.Shape().Size() != 1 {
-			return false
-		}
-	default:
+	if f := lowerings[n.Op()].fusable; f == nil || !f(n) {
 		return false
 	}
 	if n.DType() != tensor.Float32 && n.DType() != tensor.Float64 {

@@ -10,6 +10,47 @@ import (
 // precomputed; it says nothing about how or where it runs. A Target
 // completes it for its device (Target.Lower) and a backend binds it to
 // memory (package backend/cpu for the host).
+//
+// An Instr is a header that every instruction has (op, node, owner, site,
+// dtypes, buffers, shape, workspace, parts) and one payload per op family,
+// set by the family's lowering (registry.go) and nil for every other
+// family: a matmul reads it.MatMul, a convolution it.Window, and a field
+// of one family never shows up on another's instruction.
+
+// Instr is one lowered op application. Buffer indices refer to the
+// program's buffer table; every size is in elements unless named Bytes.
+type Instr struct {
+	Op      graph.Op
+	Node    int    // graph node id
+	Owner   string // the node's owner
+	Site    string // the user's file:line
+	DType   tensor.DType
+	InDType tensor.DType // dtype of the first input (casts, comparisons), of the values (where)
+	Out     int
+	In      []int
+	Shape   []int // output shape
+	Work    int   // workspace buffer, or -1
+	// Parts: a multi-output op's further outputs (graph.Op.NumParts): the
+	// buffer of part i+1, or -1 where nothing reads it (the kernel then
+	// keeps it in its workspace).
+	Parts []int
+
+	// The family payloads: the op's family sets its own, the others stay
+	// nil. Ops whose header says everything (unary elementwise ops, casts,
+	// assign, the collectives but a wait) have none.
+
+	Broadcast  *BroadcastGeom  // add ... minimum, the comparisons, where, broadcast_to
+	Reduce     *ReduceGeom     // reduce_sum, reduce_mean, reduce_max
+	MatMul     *MatMulGeom     // matmul
+	Matrix     *MatrixGeom     // the softmax family, moments, layer_norm and its gradient
+	Window     *WindowGeom     // conv2d, its gradients and transpose; pools and their gradients; resize
+	Move       *MoveGeom       // transpose, concat, slice, unslice, unslice_add, gather, scatter_add, one_hot, cache_write
+	Attention  *AttnGeom       // attention and its gradient
+	Act        *ActParams      // the vision activations and their gradients
+	Random     *RandomGeom     // dropout_mask
+	Fused      *Fused          // fused: the chain; In lists its leaves
+	Collective *CollectiveGeom // all_reduce_wait
+}
 
 // BinaryPath selects the loop for elementwise binary ops and comparisons.
 type BinaryPath uint8
@@ -22,72 +63,84 @@ const (
 	PathBroadcast                     // general strides
 )
 
-// Instr is one lowered op application. Buffer indices refer to the
-// program's buffer table; every size is in elements unless named Bytes.
-type Instr struct {
-	Op      graph.Op
-	Node    int    // graph node id
-	Owner   string // the node's owner
-	Site    string // the user's file:line
-	DType   tensor.DType
-	InDType tensor.DType // dtype of the first input (casts, comparisons)
-	Out     int
-	In      []int
-	Shape   []int // output shape
-
+// BroadcastGeom is how the operands of a broadcasting op map onto its
+// output's Shape: the binary arithmetic ops (with their Path), the
+// comparisons, where (condition in CStrides) and broadcast_to (AStrides).
+type BroadcastGeom struct {
 	Path               BinaryPath
 	AStrides, BStrides []int // broadcasting strides of the inputs into Shape
 	CStrides           []int // where: strides of the condition
+}
 
-	M, N, K, Batch     int // matmul: per-batch op(a) [M,K] · op(b) [K,N]
-	TransA, TransB     bool
-	SharedB            bool // matmul: b is one matrix for every batch element
-	Rows, Cols         int  // softmax family; reductions with one reduced block
+// ReduceGeom is a reduction of an input of shape XShape: output element
+// DstStrides·index receives each input element (the reduced axes have
+// stride 0); reduce_mean scales the sums by Scale, 1/count.
+type ReduceGeom struct {
 	XShape, DstStrides []int
-	Scale              float64 // reduce_mean: 1/count
-	Perm               []int   // transpose (input shape in XShape)
-	Starts, Ends       []int   // slice (input shape in XShape), unslice (output shape in Shape)
-	Outer              int     // concat
-	Inners             []int   // concat: inner sizes of each part
-	RowSize            int     // gather, scatter_add
-	Depth              int     // one_hot
-	Geom               Window  // convolution and pooling
-	F                  int     // conv: output channels
-	Work               int     // workspace buffer, or -1
-	Rate               float64
-	Seed               uint64
-	Fused              *Fused // OpFused: the chain; In lists its leaves
-	Pair               int    // all_reduce_wait: the index of its all_reduce_start
-	BF16               bool   // matmul, conv: bfloat16 operands, float32 sums
+	Scale              float64
+}
 
+// MatMulGeom is a product per batch element, op(a) [M, K] · op(b) [K, N].
+type MatMulGeom struct {
+	M, N, K, Batch int
+	TransA, TransB bool
+	SharedB        bool // b is one matrix for every batch element
+	BF16           bool // bfloat16 operands, float32 sums
+}
+
+// MatrixGeom is the first input of an op over its last axis seen as a
+// Rows×Cols matrix: the softmax family, moments and layer norm.
+type MatrixGeom struct {
+	Rows, Cols int
+	Eps        float64 // layer_norm: added to the variance
+}
+
+// WindowGeom is a convolution, pooling or resize over an NHWC input.
+type WindowGeom struct {
+	Geom Window
+	F    int  // convolutions: output channels
+	BF16 bool // conv2d and its gradients: bfloat16 operands, float32 sums
 	// ReluMask: a max_pool2d_grad whose result goes through ReluGrad by
 	// its input x (compile fuses ReluGrad(x, MaxPool2DGrad(x, dy)), when
 	// the Target runs FusePoolReluGrad).
 	ReluMask bool
+}
 
-	// vision ops' fields
-	Act [4]float64 // the activation ops: their parameters (graph.Attr.Act)
-
-	// sequence ops' fields
-
-	// Parts: a multi-output op's further outputs (graph.Op.NumParts): the
-	// buffer of part i+1, or -1 where nothing reads it (the kernel then
-	// keeps it in its workspace).
-	Parts []int
-	Attn  AttnGeom // attention and its gradient
-	// MaskIn and StepIn: attention's mask and step inputs (indices in In),
-	// or -1.
-	MaskIn, StepIn int
-	Eps            float64 // layer_norm: added to the variance (Rows, Cols: x as a matrix)
+// MoveGeom is a data-movement op: which elements of its inputs land where.
+type MoveGeom struct {
+	XShape       []int // transpose, slice: the input's shape; cache_write: x's
+	Perm         []int // transpose
+	Starts, Ends []int // slice (of XShape); unslice, unslice_add (of Shape)
+	Outer        int   // concat: the product of the dimensions before its axis
+	Inners       []int // concat: each part's size from its axis on
+	RowSize      int   // gather, scatter_add: elements per row
+	Depth        int   // one_hot
 }
 
 // AttnGeom is the geometry of an attention over q [B, Tq, H, D] and k, v
-// [B, Tk, H, D]; dropout's rate and seed are the instruction's Rate and
-// Seed.
+// [B, Tk, H, D], its dropout, and where its optional inputs are.
 type AttnGeom struct {
 	B, Tq, Tk, H, D int
 	Scale           float64
 	Causal          graph.Causal
+	Rate            float64 // dropout rate of the probabilities
+	Seed            uint64
+	// MaskIn and StepIn: the mask and step inputs (indices in In), or -1.
+	MaskIn, StepIn int
+}
+
+// ActParams are the parameters of an activation op (graph.Attr.Act).
+type ActParams [4]float64
+
+// RandomGeom is a random mask: dropout_mask's rate and seed.
+type RandomGeom struct {
+	Rate float64
+	Seed uint64
+}
+
+// CollectiveGeom links an all_reduce_wait to its start.
+type CollectiveGeom struct {
+	Start int // the index of its all_reduce_start instruction
 }
 
 // Window is the geometry of a convolution or pooling window over an NHWC

@@ -4,33 +4,30 @@ import (
 	"github.com/headroom-ml/headroom/graph"
 )
 
-// The lowering of the vision ops (graph/vision.go). Conv2D with dilation
-// or groups lowers as Conv2D (NewWindow carries both).
-
+// The lowering of the vision ops (graph/vision.go).
 func init() {
 	// x [N, H, W, Cin], filter [KH, KW, Cout, Cin] -> [Of]: the input
 	// gradient of a Conv2D from the output's shape to x's, x as dy
-	moreLowering[graph.OpConv2DTranspose] = func(n *graph.Node, it *Instr) {
-		it.Geom, it.F = NewWindow(n.Shape(), n.Attr()), n.Inputs()[0].Shape()[3]
-	}
+	register(graph.OpConv2DTranspose, lowering{lower: func(n *graph.Node, it *Instr) {
+		it.Window = &WindowGeom{Geom: NewWindow(n.Shape(), n.Attr()), F: n.Inputs()[0].Shape()[3], BF16: n.Attr().BF16}
+	}, flops: convFlops})
 	// x [N, H, W, C] -> [N, OH, OW, C]; the gradient: dy -> [Of]
-	moreLowering[graph.OpResizeBilinear] = func(n *graph.Node, it *Instr) {
-		it.Geom = resizeWindow(n.Inputs()[0].Shape(), n.Shape())
-	}
-	moreLowering[graph.OpResizeBilinearGrad] = func(n *graph.Node, it *Instr) {
-		it.Geom = resizeWindow(n.Shape(), n.Inputs()[0].Shape())
-	}
+	register(graph.OpResizeBilinear, lowering{lower: func(n *graph.Node, it *Instr) {
+		it.Window = &WindowGeom{Geom: resizeWindow(n.Inputs()[0].Shape(), n.Shape())}
+	}})
+	register(graph.OpResizeBilinearGrad, lowering{lower: func(n *graph.Node, it *Instr) {
+		it.Window = &WindowGeom{Geom: resizeWindow(n.Shape(), n.Inputs()[0].Shape())}
+	}})
 	// x [..., C] -> [2, C]
-	moreLowering[graph.OpMoments] = func(n *graph.Node, it *Instr) {
-		x := n.Inputs()[0].Shape()
-		it.Cols = x[x.Rank()-1]
-		it.Rows = x.Size() / max(it.Cols, 1)
-	}
-	act := func(n *graph.Node, it *Instr) { it.Act = n.Attr().Act }
+	register(graph.OpMoments, lowering{lower: lowerRows})
+	// x -> act(x); the gradients: v, dy -> dx
 	for _, op := range []graph.Op{graph.OpReluClip, graph.OpReluClipGrad, graph.OpElu, graph.OpEluGrad,
 		graph.OpSilu, graph.OpSiluGrad, graph.OpHardSwish, graph.OpHardSwishGrad,
 		graph.OpSoftplus, graph.OpSoftplusGrad, graph.OpSoftsign, graph.OpSoftsignGrad} {
-		moreLowering[op] = act
+		register(op, lowering{lower: func(n *graph.Node, it *Instr) {
+			a := ActParams(n.Attr().Act)
+			it.Act = &a
+		}})
 	}
 }
 

@@ -103,15 +103,9 @@ func checkCollectives(g *graph.Graph, live []bool) error {
 }
 
 // collective reports whether op exchanges data with the other processes of
-// a data-parallel run: its value is not a function of its inputs here, so it
-// is never folded.
-func collective(op graph.Op) bool {
-	switch op {
-	case graph.OpAllReduce, graph.OpAllReduceStart, graph.OpAllReduceWait, graph.OpReduceScatter, graph.OpAllGather:
-		return true
-	}
-	return false
-}
+// a data-parallel run (its lowering says so): its value is not a function
+// of its inputs here, so it is never folded.
+func collective(op graph.Op) bool { return lowerings[op].collective }
 
 // fold evaluates, in id order, every live node whose inputs are all
 // constants, using the same instructions the runtime runs.

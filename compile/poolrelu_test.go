@@ -48,7 +48,7 @@ func TestPoolReluGradFuses(t *testing.T) {
 		t.Fatalf("program %v: want one max_pool2d, one max_pool2d_grad and no relu_grad", instrs(p))
 	}
 	fused := p.Instrs[grads[0]]
-	if !fused.ReluMask {
+	if !fused.Window.ReluMask {
 		t.Errorf("max_pool2d_grad has ReluMask false, want true")
 	}
 	if got, want := fused.In[0], p.Instrs[pool[0]].In[0]; got != want {
@@ -71,7 +71,7 @@ func TestPoolReluGradFuses(t *testing.T) {
 		if in.Op == graph.OpReluGrad {
 			relu++
 		}
-		if in.ReluMask {
+		if in.Window != nil && in.Window.ReluMask {
 			masked++
 		}
 	}

@@ -107,6 +107,9 @@ func Compile(g *graph.Graph, opt Options) (p *Program, err error) {
 	if err := checkCollectives(g, live); err != nil {
 		return nil, err
 	}
+	if err := checkSupport(g, live, opt.Target); err != nil {
+		return nil, err
+	}
 	var konst map[int]constant
 	if !opt.DisableFolding {
 		konst, err = fold(g, live, opt.Target)

@@ -1,7 +1,13 @@
 package compile
 
+import (
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
 // Target is what compile asks of the backend a program will run on: which
-// fusions it runs, how it completes each instruction and how much
+// ops and dtypes it runs, which fusions it runs, how it completes each
+// instruction and how much
 // workspace that needs, what persistent scratch its kernels hold, and how
 // to evaluate an instruction on the host (constant folding runs the same
 // instructions the runtime will). compile imports no backend: a caller
@@ -10,6 +16,13 @@ package compile
 type Target interface {
 	// Name names the target in plans and errors ("cpu", "sim").
 	Name() string
+	// Supports reports whether the target runs instructions of op whose
+	// output has dtype dtype and whose first operand has dtype in
+	// (Instr.DType and Instr.InDType: most kernels are chosen by the
+	// output's dtype, a comparison's by its operands', a cast's by both).
+	// compile refuses a graph with an instruction its target does not run
+	// (*UnsupportedError) before folding or planning anything.
+	Supports(op graph.Op, dtype, in tensor.DType) bool
 	// Fuses reports whether the target runs fused instructions of kind f.
 	Fuses(f Fusion) bool
 	// Lower completes it for the target (for a fused chain: the chunk and

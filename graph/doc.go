@@ -13,9 +13,9 @@
 //     the planner uses these to name and categorize buffers.
 //   - Op: an ordered enum. Each op has one builder function here (ops are free
 //     functions: graph.MatMul(x, w)), one reference kernel (package kernels),
-//     one VJP rule (package autodiff) and one lowering (package
-//     internal/exec). No closures live on nodes, so every pass can inspect
-//     every node.
+//     one entry in the table of each package that handles it (its VJP rule,
+//     its lowering, its host kernel, its ONNX translation: see below). No
+//     closures live on nodes, so every pass can inspect every node.
 //   - Leaves: Input (fed each step), Variable (persistent state with a Role:
 //     param, grad or optstate) and Constant (a value known when building).
 //   - Parts: an op with several outputs (attention: its output and each
@@ -30,6 +30,31 @@
 // *graph.Error naming the op and the shapes, at the call site, as a typo in a
 // model should. Catch (and compile.Build) recover such panics into an error
 // for callers that want one; no other panic is recovered.
+//
+// Adding an op touches one entry per package, each in the file of the
+// op's family, and each package has a test that fails while the entry is
+// missing:
+//  1. graph: the Op constant at the end of its family's block in op.go,
+//     its opInfo entry (name, class) and its builder, which checks
+//     shapes, in the family's file (elementwise.go, reduce.go,
+//     linalg.go, softmax.go, shape.go, conv.go, vision.go, sequence.go,
+//     gradops.go); a multi-output op also its NumParts and partType.
+//  2. autodiff: its VJP rule, register(op, rule) in the family's file,
+//     and a case in the gradient checks; or registerZero (no gradient
+//     flows) or registerNoRule(why). Tests: TestEveryOpHasAVJPEntry,
+//     TestGradientsCoverEveryRule.
+//  3. compile: its lowering, register(op, lowering{...}) in
+//     lower_<family>.go (its Instr payload, whether it fuses, its flops);
+//     or registerNoInstr(why). Test: TestEveryOpIsLowered.
+//  4. kernels: its reference kernel (destination-first) and its case in
+//     the shared suite; backend/cpu: its kernel entry, register(op,
+//     kernel{...}) in the family's file (binders by dtype, workspace,
+//     scratch, fused step), which Target.Supports answers from. Test:
+//     TestEveryLoweredOpHasAKernel.
+//  5. export/onnx: its translation, register(op, rule{...}) in the
+//     family's file, and a case in the models onnxruntime runs
+//     (testModels); or registerNotExportable(why). Tests:
+//     TestEveryOpHasAnExportEntry, TestEveryTranslationIsRun.
 //
 // Broadcasting follows NumPy: binary arithmetic and comparisons broadcast
 // their operands; there is no implicit dtype promotion (as in TensorFlow), so

@@ -7,29 +7,46 @@ import (
 	"github.com/headroom-ml/headroom/graph"
 )
 
-// Activations lists the activation names Activate accepts.
-var Activations = []string{"linear", "relu", "gelu", "sigmoid", "tanh", "softmax"}
+// Activations lists the activation names Activate accepts, in the order
+// they were registered: "linear", the core ones here, then those of
+// activations2.go.
+var Activations []string
+
+// activations maps an activation name to what it builds: one table, filled
+// by registerActivation from the file of each activation's family.
+var activations = map[string]func(x *graph.Node) *graph.Node{}
+
+// registerActivation makes Activate build name with f and lists it in
+// Activations. A name registered twice is a programming error.
+func registerActivation(name string, f func(x *graph.Node) *graph.Node) {
+	if _, ok := activations[name]; ok {
+		panic("nn: activation " + name + " registered twice")
+	}
+	activations[name] = f
+	Activations = append(Activations, name)
+}
+
+// The core activations. gelu is the exact form x·Φ(x) = x/2·(1 +
+// erf(x/√2)), Keras' default (approximate=False).
+func init() {
+	registerActivation("linear", func(x *graph.Node) *graph.Node { return x })
+	registerActivation("relu", func(x *graph.Node) *graph.Node { return graph.Relu(x) })
+	registerActivation("gelu", func(x *graph.Node) *graph.Node {
+		half := graph.MulScalar(x, 0.5)
+		return graph.Mul(half, graph.AddScalar(graph.Erf(graph.MulScalar(x, 1/math.Sqrt2)), 1))
+	})
+	registerActivation("sigmoid", func(x *graph.Node) *graph.Node { return graph.Sigmoid(x) })
+	registerActivation("tanh", func(x *graph.Node) *graph.Node { return graph.Tanh(x) })
+	registerActivation("softmax", func(x *graph.Node) *graph.Node { return graph.Softmax(x) })
+}
 
 // Activate returns x passed through the named activation ("" or "linear" is
-// the identity). gelu is the exact form x·Φ(x) = x/2·(1 + erf(x/√2)), Keras'
-// default (approximate=False).
+// the identity), one of Activations.
 func Activate(name string, x *graph.Node) (*graph.Node, error) {
-	switch name {
-	case "", "linear":
+	if name == "" {
 		return x, nil
-	case "relu":
-		return graph.Relu(x), nil
-	case "gelu":
-		half := graph.MulScalar(x, 0.5)
-		return graph.Mul(half, graph.AddScalar(graph.Erf(graph.MulScalar(x, 1/math.Sqrt2)), 1)), nil
-	case "sigmoid":
-		return graph.Sigmoid(x), nil
-	case "tanh":
-		return graph.Tanh(x), nil
-	case "softmax":
-		return graph.Softmax(x), nil
 	}
-	if f, ok := moreActivations[name]; ok {
+	if f, ok := activations[name]; ok {
 		return f(x), nil
 	}
 	return nil, fmt.Errorf("nn: unknown activation %q (known: %v)", name, Activations)

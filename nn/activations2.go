@@ -23,26 +23,26 @@ import (
 // hard_sigmoid is Keras 3's relu6(x + 3)/6 = clip(x/6 + 0.5, 0, 1) (as
 // PyTorch and JAX); Keras 2's was clip(0.2·x + 0.5, 0, 1), available as
 // "hard_sigmoid_keras2".
-var moreActivations = map[string]func(x *graph.Node) *graph.Node{
-	"relu6":       func(x *graph.Node) *graph.Node { return graph.ReluClip(x, 6, 0, 0) },
-	"leaky_relu":  func(x *graph.Node) *graph.Node { return graph.ReluClip(x, graph.NoMax, 0.2, 0) }, // Keras 3's default slope
-	"elu":         func(x *graph.Node) *graph.Node { return graph.Elu(x, 1, 1) },
-	"selu":        func(x *graph.Node) *graph.Node { return graph.Elu(x, seluAlpha, seluScale) },
-	"silu":        graph.Silu,
-	"swish":       graph.Silu,
-	"hard_silu":   graph.HardSwish,
-	"hard_swish":  graph.HardSwish,
-	"softplus":    graph.Softplus,
-	"softsign":    graph.Softsign,
-	"exponential": func(x *graph.Node) *graph.Node { return graph.Exp(x) },
-	"log_softmax": func(x *graph.Node) *graph.Node { return graph.LogSoftmax(x) },
-	"mish":        func(x *graph.Node) *graph.Node { return graph.Mul(x, graph.Tanh(graph.Softplus(x))) },
-	"hard_sigmoid": func(x *graph.Node) *graph.Node {
+func init() {
+	registerActivation("relu6", func(x *graph.Node) *graph.Node { return graph.ReluClip(x, 6, 0, 0) })
+	registerActivation("leaky_relu", func(x *graph.Node) *graph.Node { return graph.ReluClip(x, graph.NoMax, 0.2, 0) }) // Keras 3's default slope
+	registerActivation("elu", func(x *graph.Node) *graph.Node { return graph.Elu(x, 1, 1) })
+	registerActivation("selu", func(x *graph.Node) *graph.Node { return graph.Elu(x, seluAlpha, seluScale) })
+	registerActivation("silu", func(x *graph.Node) *graph.Node { return graph.Silu(x) })
+	registerActivation("swish", func(x *graph.Node) *graph.Node { return graph.Silu(x) })
+	registerActivation("hard_silu", func(x *graph.Node) *graph.Node { return graph.HardSwish(x) })
+	registerActivation("hard_swish", func(x *graph.Node) *graph.Node { return graph.HardSwish(x) })
+	registerActivation("hard_sigmoid", func(x *graph.Node) *graph.Node {
 		return graph.ReluClip(graph.AddScalar(graph.MulScalar(x, 1.0/6), 0.5), 1, 0, 0)
-	},
-	"hard_sigmoid_keras2": func(x *graph.Node) *graph.Node {
+	})
+	registerActivation("hard_sigmoid_keras2", func(x *graph.Node) *graph.Node {
 		return graph.ReluClip(graph.AddScalar(graph.MulScalar(x, 0.2), 0.5), 1, 0, 0)
-	},
+	})
+	registerActivation("softplus", func(x *graph.Node) *graph.Node { return graph.Softplus(x) })
+	registerActivation("softsign", func(x *graph.Node) *graph.Node { return graph.Softsign(x) })
+	registerActivation("exponential", func(x *graph.Node) *graph.Node { return graph.Exp(x) })
+	registerActivation("log_softmax", func(x *graph.Node) *graph.Node { return graph.LogSoftmax(x) })
+	registerActivation("mish", func(x *graph.Node) *graph.Node { return graph.Mul(x, graph.Tanh(graph.Softplus(x))) })
 }
 
 // SELU's constants (Klambauer et al., "Self-Normalizing Neural Networks",
@@ -51,13 +51,6 @@ const (
 	seluAlpha = 1.6732632423543772848170429916717
 	seluScale = 1.0507009873554804934193349852946
 )
-
-func init() {
-	for _, name := range []string{"relu6", "leaky_relu", "elu", "selu", "silu", "swish", "hard_silu", "hard_swish",
-		"hard_sigmoid", "hard_sigmoid_keras2", "softplus", "softsign", "exponential", "log_softmax", "mish"} {
-		Activations = append(Activations, name)
-	}
-}
 
 // ReLU is Keras' ReLU layer: max(x, 0) clipped at MaxValue (nil: no
 // clip), with NegativeSlope·(x - Threshold) below Threshold (see

@@ -7,6 +7,27 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
+// The fused chains compile's fusion pass makes (compile.Fused) on the
+// host: each step runs the chunk kernel of its op (kernel.step), taken
+// from the table when the chain is bound.
+func init() {
+	register(graph.OpFused, kernel{lower: lowerFused, bind: floats(
+		bindFused(func(k *stepKernel) func(dst, a, b []float32) { return k.f32 }),
+		bindFused(func(k *stepKernel) func(dst, a, b []float64) { return k.f64 }))})
+}
+
+// lowerFused sets a chain's chunk and threads and returns its workspace:
+// registers and staged leaves, for each thread.
+func lowerFused(t *Target, it *compile.Instr) int64 {
+	f := it.Fused
+	size := tensor.Shape(it.Shape).Size()
+	f.Chunk, f.Threads = max(1, min(FusedChunk, size)), 1
+	if size >= ParallelMin {
+		f.Threads = t.threads
+	}
+	return int64(fusedScratchElems(f) * it.DType.Size())
+}
+
 // fusedScratchElems returns the workspace elements the chain needs: for
 // each thread, its registers and a chunk for each leaf that is not read in
 // place.
@@ -31,18 +52,94 @@ func inWorkspace(k compile.LeafKind) bool {
 	return k == compile.LeafScalar || k == compile.LeafPeriodic
 }
 
-// runFused runs the chain over elements [lo, hi) with the registers of
+// fusedRun is a fused chain bound to typed views of its buffers and to
+// the chunk kernel of each step.
+type fusedRun[T kernels.Float] struct {
+	f      *compile.Fused
+	total  int // the output's elements
+	out    []T
+	work   []T
+	leaves [][]T    // each leaf's elements (nil for a condition)
+	conds  [][]byte // each condition leaf's byte (nil for the others)
+	slot   []int    // workspace slot of each staged leaf
+	steps  []fusedStep[T]
+	part   func(arg any, t int) // fusedPart[T], made once when bound
+}
+
+// fusedStep is a step of a chain bound to its chunk kernel: dst = run(a,
+// b), or for a guard (run nil) dst = cond ? b : c.
+type fusedStep[T kernels.Float] struct {
+	run      func(dst, a, b []T)
+	operands int
+	dst      int
+	a, b, c  int
+}
+
+// bindFused binds a chain, each step to the chunk kernel pick takes from
+// its op's step kernel.
+func bindFused[T kernels.Float](pick func(k *stepKernel) func(dst, a, b []T)) binder {
+	return func(b *Bound) func() error {
+		f := b.Fused
+		r := &fusedRun[T]{f: f, total: tensor.Shape(b.Shape).Size(), out: tensor.As[T](b.out), work: tensor.As[T](b.work),
+			leaves: make([][]T, len(b.in)), conds: make([][]byte, len(b.in)), slot: make([]int, len(b.in)), part: fusedPart[T]}
+		slot := 0
+		for i, l := range f.Leaves {
+			if l.Kind == compile.LeafCond {
+				r.conds[i] = b.in[i]
+			} else {
+				r.leaves[i] = tensor.As[T](b.in[i])
+			}
+			if inWorkspace(l.Kind) {
+				r.slot[i] = slot
+				slot++
+			}
+		}
+		r.steps = make([]fusedStep[T], len(f.Steps))
+		for i, s := range f.Steps {
+			k := ops[s.Op].step
+			if k == nil {
+				return nil // not an op a chain runs: Bind reports it
+			}
+			r.steps[i] = fusedStep[T]{run: pick(k), operands: k.operands, dst: s.Dst, a: s.A, b: s.B, c: s.C}
+		}
+		return r.run
+	}
+}
+
+// run runs the chain split over its threads, as parts on the kernels'
+// worker pool (kernels.Parallel); part t uses the registers of slot t.
+// Nothing is allocated.
+func (r *fusedRun[T]) run() error {
+	if r.f.Threads <= 1 || r.total < ParallelMin {
+		r.runRange(0, r.total, 0)
+		return nil
+	}
+	kernels.Parallel(r.f.Threads, r.part, r)
+	return nil
+}
+
+// fusedPart runs part t of the chain arg (a *fusedRun[T]) over its
+// threads' parts.
+func fusedPart[T kernels.Float](arg any, t int) {
+	r := arg.(*fusedRun[T])
+	total := r.total
+	// split on chunk boundaries so periodic leaves stay aligned per chunk
+	per := (total/r.f.Threads + r.f.Chunk - 1) / r.f.Chunk * r.f.Chunk
+	lo := min(t*per, total)
+	r.runRange(lo, min(lo+per, total), t)
+}
+
+// runRange runs the chain over elements [lo, hi) with the registers of
 // thread slot.
-func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
-	f := b.Fused
-	out := tensor.As[T](b.out)
-	work := tensor.As[T](b.work)
-	work = work[slot*slotElems(f) : (slot+1)*slotElems(f)]
-	leaves := b.leafViews
+func (r *fusedRun[T]) runRange(lo, hi, slot int) {
+	f := r.f
+	out := r.out
+	work := r.work[slot*slotElems(f) : (slot+1)*slotElems(f)]
+	leaves := r.leaves
 	// Registers and broadcast leaves live in the workspace, one chunk each.
 	chunk := f.Chunk
-	reg := func(r int) []T { return work[r*chunk : (r+1)*chunk] }
-	leafReg := func(k int) []T { return work[(f.Regs+b.leafSlot[k])*chunk : (f.Regs+b.leafSlot[k]+1)*chunk] }
+	reg := func(x int) []T { return work[x*chunk : (x+1)*chunk] }
+	leafReg := func(k int) []T { return work[(f.Regs+r.slot[k])*chunk : (f.Regs+r.slot[k]+1)*chunk] }
 	// A periodic leaf whose period divides the chunk reads the same
 	// segment in every chunk (chunks start at multiples of the chunk, see
 	// fusedPart): it is staged once, like a scalar.
@@ -52,9 +149,9 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 	for k, l := range f.Leaves {
 		switch {
 		case l.Kind == compile.LeafScalar:
-			kernels.Fill(leafReg(k), tensor.As[T](leaves[k])[0])
+			kernels.Fill(leafReg(k), leaves[k][0])
 		case staged(l):
-			src, dst := tensor.As[T](leaves[k]), leafReg(k)
+			src, dst := leaves[k], leafReg(k)
 			for j := 0; j < chunk; j += l.Period {
 				copy(dst[j:j+l.Period], src)
 			}
@@ -69,7 +166,7 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 			k := -x - 1
 			switch f.Leaves[k].Kind {
 			case compile.LeafFull:
-				return tensor.As[T](leaves[k])[i : i+n]
+				return leaves[k][i : i+n]
 			case compile.LeafScalar:
 				return leafReg(k)[:n]
 			}
@@ -77,7 +174,7 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 				return leafReg(k)[:n]
 			}
 			// periodic: copy the segment(s) of the period this chunk covers
-			src, dst := tensor.As[T](leaves[k]), leafReg(k)[:n]
+			src, dst := leaves[k], leafReg(k)[:n]
 			p := f.Leaves[k].Period
 			for j := 0; j < n; {
 				at := (i + j) % p
@@ -86,81 +183,27 @@ func runFused[T kernels.Float](b *Bound, lo, hi, slot int) {
 			}
 			return dst
 		}
-		for _, s := range f.Steps {
+		for _, s := range r.steps {
 			var dst []T
-			if s.Dst < 0 {
+			if s.dst < 0 {
 				dst = out[i : i+n]
 			} else {
-				dst = reg(s.Dst)[:n]
+				dst = reg(s.dst)[:n]
 			}
-			if s.Op == graph.OpWhere {
-				src := operand(s.C)
-				if leaves[-s.A-1][0] != 0 {
-					src = operand(s.B)
+			if s.run == nil { // a guard
+				src := operand(s.c)
+				if r.conds[-s.a-1][0] != 0 {
+					src = operand(s.b)
 				}
 				copy(dst, src) // a no-op when dst is src (an assign in place)
 				continue
 			}
-			a := operand(s.A)
-			switch s.Op {
-			case graph.OpNeg:
-				kernels.Neg(dst, a)
-			case graph.OpExp:
-				kernels.Exp(dst, a)
-			case graph.OpLog:
-				kernels.Log(dst, a)
-			case graph.OpSqrt:
-				kernels.Sqrt(dst, a)
-			case graph.OpRelu:
-				kernels.Relu(dst, a)
-			case graph.OpSigmoid:
-				kernels.Sigmoid(dst, a)
-			case graph.OpTanh:
-				kernels.Tanh(dst, a)
-			case graph.OpErf:
-				kernels.Erf(dst, a)
-			case graph.OpAbs:
-				kernels.Abs(dst, a)
-			case graph.OpReluGrad:
-				kernels.ReluGrad(dst, a, operand(s.B))
-			case graph.OpSigmoidGrad:
-				kernels.SigmoidGrad(dst, a, operand(s.B))
-			case graph.OpTanhGrad:
-				kernels.TanhGrad(dst, a, operand(s.B))
-			default:
-				kernels.Binary(binaryOp(s.Op), dst, a, operand(s.B))
+			a := operand(s.a)
+			var b []T
+			if s.operands > 1 {
+				b = operand(s.b)
 			}
+			s.run(dst, a, b)
 		}
-	}
-}
-
-// fusedParallel runs b's chain split over its threads, as parts on the
-// kernels' worker pool (kernels.Parallel); part t uses the registers of
-// slot t. Nothing is allocated.
-func (b *Bound) fusedParallel() {
-	total := tensor.Shape(b.Shape).Size()
-	threads := b.Fused.Threads
-	if threads <= 1 || total < ParallelMin {
-		b.fusedRange(0, total, 0)
-		return
-	}
-	kernels.Parallel(threads, fusedPart, b)
-}
-
-// fusedPart runs part t of the chain of arg (a *Bound) over threads parts.
-func fusedPart(arg any, t int) {
-	b := arg.(*Bound)
-	total := tensor.Shape(b.Shape).Size()
-	// split on chunk boundaries so periodic leaves stay aligned per chunk
-	per := (total/b.Fused.Threads + b.Fused.Chunk - 1) / b.Fused.Chunk * b.Fused.Chunk
-	lo := min(t*per, total)
-	b.fusedRange(lo, min(lo+per, total), t)
-}
-
-func (b *Bound) fusedRange(lo, hi, slot int) {
-	if b.DType == tensor.Float32 {
-		runFused[float32](b, lo, hi, slot)
-	} else {
-		runFused[float64](b, lo, hi, slot)
 	}
 }

@@ -14,15 +14,15 @@ type program struct {
 	scratch *kernels.Scratch // the engine's scratch: the products' packing buffers
 }
 
-// Run executes every instruction in order, with the engine's scratch as the
-// products' packing buffers. It allocates nothing unless a step fails on
-// bad data.
+// Run executes every instruction in order, each through the kernel bound
+// to it, with the engine's scratch as the products' packing buffers. It
+// allocates nothing unless a step fails on bad data.
 func (p *program) Run() error {
 	if p.scratch != nil {
 		kernels.UseScratch(p.scratch)
 	}
 	for i := range p.bound {
-		if err := p.bound[i].Run(); err != nil {
+		if err := p.bound[i].run(); err != nil {
 			// all-reduces in flight complete before the step returns: their
 			// buffers are the arena's, and the other processes wait for them
 			if aerr := abandon(p.bound); aerr != nil {

@@ -12,71 +12,69 @@ import (
 // per-thread buffers in the instruction's workspace, so the plan counts
 // them), the in-place sum of slice gradients and the cache write.
 func init() {
-	moreKernels[graph.OpAttention] = func(b *Bound) error { return floatKernel(b, attention[float32], attention[float64]) }
-	moreKernels[graph.OpAttentionGrad] = func(b *Bound) error {
-		return floatKernel(b, attentionGrad[float32], attentionGrad[float64])
-	}
-	moreKernels[graph.OpUnsliceAdd] = func(b *Bound) error { return floatKernel(b, unsliceAdd[float32], unsliceAdd[float64]) }
-	moreKernels[graph.OpCacheWrite] = cacheWrite
-	moreKernels[graph.OpGelu] = func(b *Bound) error { return floatKernel(b, gelu[float32], gelu[float64]) }
-	moreKernels[graph.OpGeluGrad] = func(b *Bound) error { return floatKernel(b, gelu[float32], gelu[float64]) }
-	moreKernels[graph.OpLayerNorm] = func(b *Bound) error { return floatKernel(b, layerNorm[float32], layerNorm[float64]) }
-	moreKernels[graph.OpLayerNormGrad] = func(b *Bound) error {
-		return floatKernel(b, layerNormGrad[float32], layerNormGrad[float64])
-	}
-	moreWorkspace[graph.OpLayerNorm] = func(t *Target, it *compile.Instr) int64 {
-		n := int64(0)
-		for i := range 2 { // mean and rstd where nothing reads them
-			if missing(it, i) {
-				n += int64(it.Rows)
-			}
-		}
-		return n * int64(it.DType.Size())
-	}
-	moreWorkspace[graph.OpLayerNormGrad] = func(t *Target, it *compile.Instr) int64 {
-		n := int64(lnChunks(it.Rows)*2*it.Cols) * 8 // float64 partial sums of dgamma and dbeta
-		for i := range 2 {
-			if missing(it, i) {
-				n += int64(it.Cols * it.DType.Size())
-			}
-		}
-		return n
-	}
-	moreWorkspace[graph.OpAttention] = func(t *Target, it *compile.Instr) int64 {
-		p := attnParams(it)
-		n := int64(0)
-		if missing(it, 0) { // lse, which only the backward pass reads
-			n += int64(p.B * p.H * p.Tq)
-		}
-		if it.DType == tensor.Float32 {
-			n += int64(kernels.AttentionForwardWorkspace(p, t.threads))
-		}
-		return n * int64(it.DType.Size())
-	}
-	moreWorkspace[graph.OpAttentionGrad] = func(t *Target, it *compile.Instr) int64 {
-		p := attnParams(it)
-		n := int64(0)
-		for i := range 2 { // dk, dv where nothing reads them
-			if missing(it, i) {
-				n += int64(p.B * p.Tk * p.H * p.D)
-			}
-		}
-		if it.DType == tensor.Float32 {
-			n += int64(kernels.AttentionBackwardWorkspace(p, t.threads))
-		}
-		return n * int64(it.DType.Size())
-	}
+	register(graph.OpAttention, kernel{bind: floats(fromBound(attention[float32]), fromBound(attention[float64])), lower: attentionWorkspace})
+	register(graph.OpAttentionGrad, kernel{bind: floats(fromBound(attentionGrad[float32]), fromBound(attentionGrad[float64])), lower: attentionGradWorkspace})
+	register(graph.OpUnsliceAdd, kernel{bind: floats(fromBound(unsliceAdd[float32]), fromBound(unsliceAdd[float64]))})
+	register(graph.OpCacheWrite, kernel{bind: every(fromBound(cacheWrite))})
+	register(graph.OpGelu, kernel{bind: floats(splitting(geluPart[float32]), splitting(geluPart[float64]))})
+	register(graph.OpGeluGrad, kernel{bind: floats(splitting(geluGradPart[float32]), splitting(geluGradPart[float64]))})
+	register(graph.OpLayerNorm, kernel{bind: floats(bindLayerNorm(layerNormPart[float32]), bindLayerNorm(layerNormPart[float64])),
+		lower: layerNormWorkspace})
+	register(graph.OpLayerNormGrad, kernel{bind: floats(bindLayerNormGrad[float32], bindLayerNormGrad[float64]),
+		lower: layerNormGradWorkspace})
 }
 
-// floatKernel runs f32 or f64 by the instruction's dtype.
-func floatKernel(b *Bound, f32, f64 func(b *Bound) error) error {
-	switch b.DType {
-	case tensor.Float32:
-		return f32(b)
-	case tensor.Float64:
-		return f64(b)
+// layerNormWorkspace: mean and rstd where nothing reads them.
+func layerNormWorkspace(t *Target, it *compile.Instr) int64 {
+	n := int64(0)
+	for i := range 2 {
+		if missing(it, i) {
+			n += int64(it.Matrix.Rows)
+		}
 	}
-	return b.fail("no kernel for %s on %s", b.Op, b.DType)
+	return n * int64(it.DType.Size())
+}
+
+// layerNormGradWorkspace: float64 partial sums of dgamma and dbeta, and
+// dgamma and dbeta where nothing reads them.
+func layerNormGradWorkspace(t *Target, it *compile.Instr) int64 {
+	n := int64(lnChunks(it.Matrix.Rows)*2*it.Matrix.Cols) * 8
+	for i := range 2 {
+		if missing(it, i) {
+			n += int64(it.Matrix.Cols * it.DType.Size())
+		}
+	}
+	return n
+}
+
+// attentionWorkspace: the lse where only the backward pass would read it,
+// and the tiled kernel's blocks.
+func attentionWorkspace(t *Target, it *compile.Instr) int64 {
+	p := attnParams(it)
+	n := int64(0)
+	if missing(it, 0) {
+		n += int64(p.B * p.H * p.Tq)
+	}
+	if it.DType == tensor.Float32 {
+		n += int64(kernels.AttentionForwardWorkspace(p, t.threads))
+	}
+	return n * int64(it.DType.Size())
+}
+
+// attentionGradWorkspace: dk and dv where nothing reads them, and the
+// tiled kernel's blocks.
+func attentionGradWorkspace(t *Target, it *compile.Instr) int64 {
+	p := attnParams(it)
+	n := int64(0)
+	for i := range 2 {
+		if missing(it, i) {
+			n += int64(p.B * p.Tk * p.H * p.D)
+		}
+	}
+	if it.DType == tensor.Float32 {
+		n += int64(kernels.AttentionBackwardWorkspace(p, t.threads))
+	}
+	return n * int64(it.DType.Size())
 }
 
 // missing reports whether part i+1 of it has no buffer (nothing reads it).
@@ -85,20 +83,20 @@ func missing(it *compile.Instr, i int) bool { return i >= len(it.Parts) || it.Pa
 // attnParams converts the instruction's geometry (without the mask and the
 // step, which are bound at run time).
 func attnParams(it *compile.Instr) kernels.AttentionParams {
-	a := it.Attn
+	a := it.Attention
 	return kernels.AttentionParams{B: a.B, Tq: a.Tq, Tk: a.Tk, H: a.H, D: a.D, Scale: a.Scale,
 		Causal: a.Causal != graph.NotCausal, CausalTopLeft: a.Causal == graph.CausalTopLeft,
-		DropoutRate: it.Rate, DropoutSeed: it.Seed}
+		DropoutRate: a.Rate, DropoutSeed: a.Seed}
 }
 
 // boundParams is attnParams with the mask and the step of this run.
 func (b *Bound) boundParams() kernels.AttentionParams {
 	p := attnParams(b.Instr)
-	if b.MaskIn >= 0 {
-		p.Mask = b.in[b.MaskIn]
+	if a := b.Attention; a.MaskIn >= 0 {
+		p.Mask = b.in[a.MaskIn]
 	}
-	if b.StepIn >= 0 {
-		p.DropoutStep = tensor.As[int64](b.in[b.StepIn])[0]
+	if a := b.Attention; a.StepIn >= 0 {
+		p.DropoutStep = tensor.As[int64](b.in[a.StepIn])[0]
 	}
 	return p
 }
@@ -142,7 +140,7 @@ func unsliceAdd[T kernels.Float](b *Bound) error {
 	if &out[0] != &acc[0] {
 		copy(out, acc)
 	}
-	kernels.AddRegion(out, tensor.As[T](b.in[1]), b.Shape, b.Starts, b.Ends)
+	kernels.AddRegion(out, tensor.As[T](b.in[1]), b.Shape, b.Move.Starts, b.Move.Ends)
 	return nil
 }
 
@@ -151,7 +149,7 @@ func unsliceAdd[T kernels.Float](b *Bound) error {
 func cacheWrite(b *Bound) error {
 	out, cache, x := b.out, b.in[0], b.in[1]
 	pos := int(tensor.As[int32](b.in[2])[0])
-	L, n := b.Shape[1], b.XShape[1]
+	L, n := b.Shape[1], b.Move.XShape[1]
 	if pos < 0 || pos+n > L {
 		return b.fail("position %d: %d rows do not fit a cache of %d", pos, n, L)
 	}
@@ -172,51 +170,37 @@ func cacheWrite(b *Bound) error {
 // split over the kernels' threads.
 const geluSplit = 1 << 15
 
-// gelu runs a gelu or its gradient, split over the kernels' threads when
-// large.
-func gelu[T kernels.Float](b *Bound) error { split(b, geluParts); return nil }
-
-// The parts' functions are not generic: the function value of a generic
-// instantiation is a closure over its dictionary, allocated when passed on.
-func geluParts(arg any, p int) {
-	if arg.(*Bound).DType == tensor.Float32 {
-		geluPart[float32](arg, p)
-	} else {
-		geluPart[float64](arg, p)
+// splitting binds an op that runs part over its elements, in parts on the
+// kernels' threads when there are many (split).
+func splitting(part func(arg any, p int)) binder {
+	return func(b *Bound) func() error {
+		return func() error {
+			split(b, part)
+			return nil
+		}
 	}
 }
 
-func layerNormParts(arg any, p int) {
-	if arg.(*Bound).DType == tensor.Float32 {
-		layerNormPart[float32](arg, p)
-	} else {
-		layerNormPart[float64](arg, p)
-	}
-}
-
-func layerNormGradParts(arg any, p int) {
-	if arg.(*Bound).DType == tensor.Float32 {
-		layerNormGradPart[float32](arg, p)
-	} else {
-		layerNormGradPart[float64](arg, p)
-	}
-}
-
-// geluPart runs part p of b.splits of a gelu or its gradient.
+// geluPart runs part p of b.splits of a gelu.
 func geluPart[T kernels.Float](arg any, p int) {
 	b := arg.(*Bound)
 	n := len(b.out) / b.DType.Size()
 	lo, hi := p*n/b.splits, (p+1)*n/b.splits
-	out, x := tensor.As[T](b.out)[lo:hi], tensor.As[T](b.in[0])[lo:hi]
-	if b.Op == graph.OpGelu {
-		kernels.Gelu(out, x)
-		return
-	}
-	kernels.GeluGrad(out, x, tensor.As[T](b.in[1])[lo:hi])
+	kernels.Gelu(tensor.As[T](b.out)[lo:hi], tensor.As[T](b.in[0])[lo:hi])
+}
+
+// geluGradPart runs part p of b.splits of a gelu's gradient.
+func geluGradPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	n := len(b.out) / b.DType.Size()
+	lo, hi := p*n/b.splits, (p+1)*n/b.splits
+	kernels.GeluGrad(tensor.As[T](b.out)[lo:hi], tensor.As[T](b.in[0])[lo:hi], tensor.As[T](b.in[1])[lo:hi])
 }
 
 // split runs part over the instruction's elements, in parts on the kernels'
-// threads when there are many. It allocates nothing.
+// threads when there are many. It allocates nothing: part is a function
+// value made when the program was bound (a generic instantiation's is a
+// closure over its dictionary, allocated where it is made).
 func split(b *Bound, part func(arg any, p int)) {
 	b.splits = 1
 	if len(b.out)/b.DType.Size() >= geluSplit {
@@ -230,32 +214,48 @@ func split(b *Bound, part func(arg any, p int)) {
 // the order they are added in, never depend on the threads.
 func lnChunks(rows int) int { return max(1, min(rows, 16)) }
 
-func layerNorm[T kernels.Float](b *Bound) error {
-	b.splits = lnChunks(b.Rows)
-	kernels.Parallel(b.splits, layerNormParts, b)
-	return nil
+// bindLayerNorm binds a layer norm over chunks of its rows (part).
+func bindLayerNorm(part func(arg any, p int)) binder {
+	return func(b *Bound) func() error {
+		return func() error {
+			b.splits = lnChunks(b.Matrix.Rows)
+			kernels.Parallel(b.splits, part, b)
+			return nil
+		}
+	}
 }
 
 // layerNormPart normalizes chunk p of b.splits of the rows.
 func layerNormPart[T kernels.Float](arg any, p int) {
 	b := arg.(*Bound)
 	work := tensor.As[T](b.work)
-	mean := part(b, 0, b.Rows, &work)
-	rstd := part(b, 1, b.Rows, &work)
-	lo, hi := p*b.Rows/b.splits, (p+1)*b.Rows/b.splits
-	kernels.LayerNormRows(tensor.As[T](b.out), mean, rstd, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.in[2]), b.Cols, b.Eps, lo, hi)
+	g := b.Matrix
+	mean := part(b, 0, g.Rows, &work)
+	rstd := part(b, 1, g.Rows, &work)
+	lo, hi := p*g.Rows/b.splits, (p+1)*g.Rows/b.splits
+	kernels.LayerNormRows(tensor.As[T](b.out), mean, rstd, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.in[2]), g.Cols, g.Eps, lo, hi)
 }
 
-// layerNormGrad reads x, gamma, mean, rstd and dy and writes dx (its
-// output), dgamma and dbeta (its parts): each chunk of rows adds its terms
-// to partial sums of its own in the workspace, which are then added up in
-// chunk order.
-func layerNormGrad[T kernels.Float](b *Bound) error {
-	b.splits = lnChunks(b.Rows)
-	C := b.Cols
-	sums := tensor.As[float64](b.work[:b.splits*2*C*8])
-	clear(sums)
-	kernels.Parallel(b.splits, layerNormGradParts, b)
+// bindLayerNormGrad binds the gradient of a layer norm: it reads x, gamma,
+// mean, rstd and dy and writes dx (its output), dgamma and dbeta (its
+// parts); each chunk of rows adds its terms to partial sums of its own in
+// the workspace, which are then added up in chunk order.
+func bindLayerNormGrad[T kernels.Float](b *Bound) func() error {
+	chunk := layerNormGradPart[T] // made once, here
+	return func() error {
+		b.splits = lnChunks(b.Matrix.Rows)
+		sums := tensor.As[float64](b.work[:b.splits*2*b.Matrix.Cols*8])
+		clear(sums)
+		kernels.Parallel(b.splits, chunk, b)
+		layerNormGradSums[T](b, sums)
+		return nil
+	}
+}
+
+// layerNormGradSums adds the chunks' partial sums, in chunk order, into
+// dgamma and dbeta.
+func layerNormGradSums[T kernels.Float](b *Bound, sums []float64) {
+	C := b.Matrix.Cols
 	rest := tensor.As[T](b.work[b.splits*2*C*8:])
 	dg := part(b, 0, C, &rest)
 	db := part(b, 1, C, &rest)
@@ -267,15 +267,14 @@ func layerNormGrad[T kernels.Float](b *Bound) error {
 		}
 		dg[j], db[j] = T(g), T(s)
 	}
-	return nil
 }
 
 // layerNormGradPart computes chunk p of b.splits of the rows.
 func layerNormGradPart[T kernels.Float](arg any, p int) {
 	b := arg.(*Bound)
-	C := b.Cols
+	C, rows := b.Matrix.Cols, b.Matrix.Rows
 	sums := tensor.As[float64](b.work[p*2*C*8 : (p+1)*2*C*8])
-	lo, hi := p*b.Rows/b.splits, (p+1)*b.Rows/b.splits
+	lo, hi := p*rows/b.splits, (p+1)*rows/b.splits
 	in := func(i int) []T { return tensor.As[T](b.in[i]) }
 	kernels.LayerNormGradRows(tensor.As[T](b.out), sums[:C], sums[C:], in(4), in(0), in(1), in(2), in(3), C, lo, hi)
 }

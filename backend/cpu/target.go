@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
@@ -34,7 +36,8 @@ func (t *Target) Name() string { return "cpu" }
 // Threads returns the threads fused chains are planned for.
 func (t *Target) Threads() int { return t.threads }
 
-// Fuses reports true: the host runs every fusion.
+// Fuses reports true: the host runs every fusion (every op compile fuses
+// has a chain step in the kernel table).
 func (t *Target) Fuses(compile.Fusion) bool { return true }
 
 // FusedChunk is the number of elements a fused instruction computes at a
@@ -51,50 +54,31 @@ const ParallelMin = 1 << 16
 // kernel lowers as many images at a time as fit (at least one).
 const ConvWorkspaceLimit = 8 << 20
 
-// Lower sets a fused chain's chunk and threads and returns the workspace
-// of fused chains (registers) and convolutions (im2col rows).
+// Supports reports whether the host has a kernel for op on these dtypes:
+// the kernel table's answer (see compile.Target.Supports).
+func (t *Target) Supports(op graph.Op, dtype, in tensor.DType) bool {
+	return binderOf(op, dtype, in) != nil
+}
+
+// Lower completes it for the host (a fused chain's chunk and threads) and
+// returns the workspace its kernel needs: the kernel table's entry.
 func (t *Target) Lower(it *compile.Instr) int64 {
-	if f := moreWorkspace[it.Op]; f != nil {
+	if f := ops[it.Op].lower; f != nil {
 		return f(t, it)
-	}
-	switch it.Op {
-	case graph.OpFused:
-		f := it.Fused
-		size := tensor.Shape(it.Shape).Size()
-		f.Chunk, f.Threads = max(1, min(FusedChunk, size)), 1
-		if size >= ParallelMin {
-			f.Threads = t.threads
-		}
-		return int64(fusedScratchElems(f) * it.DType.Size())
-	case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
-		return convWorkspace(kernels.ConvGeom(it.Geom), it)
 	}
 	return 0
 }
 
 // Scratch returns the bytes of packing buffers the float32 products of
 // instrs need on the planned threads (kernels.Scratch): the most any one
-// product or convolution packs per thread, for each thread.
+// product or convolution packs per thread (the kernel table's entries),
+// for each thread.
 func (t *Target) Scratch(instrs []compile.Instr) int64 {
 	per := 0
 	for i := range instrs {
 		it := &instrs[i]
-		if it.DType != tensor.Float32 {
-			continue
-		}
-		if f := moreScratch[it.Op]; f != nil {
+		if f := ops[it.Op].scratch; f != nil && it.DType == tensor.Float32 {
 			per = max(per, f(it))
-			continue
-		}
-		switch it.Op {
-		case graph.OpMatMul:
-			m := it.M
-			if it.SharedB && !it.TransA { // one product over the batch (see matmul)
-				m *= it.Batch
-			}
-			per = max(per, kernels.PackFloats(m, it.N, it.K, it.BF16))
-		case graph.OpConv2D, graph.OpConv2DBackpropInput, graph.OpConv2DBackpropFilter:
-			per = max(per, kernels.ConvPackFloats(kernels.ConvGeom(it.Geom), it.F, it.BF16))
 		}
 	}
 	if per == 0 {
@@ -105,7 +89,10 @@ func (t *Target) Scratch(instrs []compile.Instr) int64 {
 
 // Evaluate runs it over host buffers.
 func (t *Target) Evaluate(it *compile.Instr, bufs [][]byte) error {
-	b := bind(it, bufs)
+	var b Bound
+	if err := bind(&b, it, bufs, nil); err != nil {
+		return err
+	}
 	return b.Run()
 }
 
@@ -115,31 +102,35 @@ func (t *Target) Device() mem.Device { return mem.CPU() }
 // HostAddressable reports true.
 func (t *Target) HostAddressable() bool { return true }
 
-// Bind binds every instruction of p to typed views of its buffers.
+// Bind binds every instruction of p to its kernel and typed views of its
+// buffers.
 func (t *Target) Bind(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, comm runtime.Collective) (runtime.Bound, error) {
-	return BindHost(p, bufs, scratch, t.threads, comm), nil
+	return BindHost(p, bufs, scratch, t.threads, comm)
 }
 
 // BindHost binds p's instructions to buffers whose bytes the host can
 // address (Span.Bytes), on any device: backend/sim runs its programs so.
-// The products pack into scratch, split over threads (see Target.Scratch).
-func BindHost(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, threads int, comm runtime.Collective) runtime.Bound {
+// Each instruction's kernel is chosen here, once. The products pack into
+// scratch, split over threads (see Target.Scratch). An instruction the
+// host has no kernel for is an error.
+func BindHost(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, threads int, comm runtime.Collective) (runtime.Bound, error) {
 	views := make([][]byte, len(bufs))
 	for i, s := range bufs {
 		views[i] = s.Bytes()
 	}
 	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs))}
+	for i := range p.Instrs {
+		if err := bind(&r.bound[i], &p.Instrs[i], views, comm); err != nil {
+			return nil, fmt.Errorf("binding %q: %w", p.Name, err)
+		}
+	}
 	if b := scratch.Bytes(); len(b) > 0 && threads > 0 {
 		if per := (len(b)/threads - 64) / 4; per > 0 {
 			r.scratch = kernels.NewScratch(b, per, threads)
 		}
 	}
-	for i := range p.Instrs {
-		r.bound[i] = bind(&p.Instrs[i], views)
-		r.bound[i].Comm = comm
-	}
 	link(r.bound)
-	return r
+	return r, nil
 }
 
 // CopyIn copies src into dst (host memory both).

@@ -7,123 +7,110 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// The host kernels of the vision ops (graph/vision.go). Conv2D with
-// dilation or groups runs through the Conv2D case of compute: the kernels
-// pick the general path from the geometry; its workspace is
-// generalConvWorkspace.
-
+// The host kernels of the vision ops (graph/vision.go).
 func init() {
-	moreKernels[graph.OpConv2DTranspose] = func(b *Bound) error {
-		return floatKernel(b, conv2DTranspose[float32], conv2DTranspose[float64])
+	// the input gradient of a Conv2D: x as its dy, the filter as is
+	register(graph.OpConv2DTranspose, kernel{
+		bind:  floats(bindConvTranspose[float32], bindConvTranspose[float64]),
+		lower: func(t *Target, it *compile.Instr) int64 { return convWorkspace(kernels.ConvGeom(it.Window.Geom), it) },
+		scratch: func(it *compile.Instr) int {
+			return kernels.ConvPackFloats(kernels.ConvGeom(it.Window.Geom), it.Window.F, false)
+		},
+	})
+	register(graph.OpResizeBilinear, kernel{bind: floats(bindResize(kernels.ResizeBilinear[float32]), bindResize(kernels.ResizeBilinear[float64]))})
+	register(graph.OpResizeBilinearGrad, kernel{bind: floats(bindResize(kernels.ResizeBilinearGrad[float32]), bindResize(kernels.ResizeBilinearGrad[float64]))})
+	register(graph.OpMoments, kernel{
+		bind:  floats(bindMoments[float32], bindMoments[float64]),
+		lower: func(t *Target, it *compile.Instr) int64 { return int64(8 * kernels.MomentsWork(it.Matrix.Cols)) },
+	})
+	for _, a := range []struct {
+		op  graph.Op
+		f32 actFunc[float32]
+		f64 actFunc[float64]
+	}{
+		{graph.OpReluClip, reluClip[float32], reluClip[float64]},
+		{graph.OpReluClipGrad, reluClipGrad[float32], reluClipGrad[float64]},
+		{graph.OpElu, elu[float32], elu[float64]},
+		{graph.OpEluGrad, eluGrad[float32], eluGrad[float64]},
+		{graph.OpSilu, silu[float32], silu[float64]},
+		{graph.OpSiluGrad, siluGrad[float32], siluGrad[float64]},
+		{graph.OpHardSwish, hardSwish[float32], hardSwish[float64]},
+		{graph.OpHardSwishGrad, hardSwishGrad[float32], hardSwishGrad[float64]},
+		{graph.OpSoftplus, softplus[float32], softplus[float64]},
+		{graph.OpSoftplusGrad, softplusGrad[float32], softplusGrad[float64]},
+		{graph.OpSoftsign, softsign[float32], softsign[float64]},
+		{graph.OpSoftsignGrad, softsignGrad[float32], softsignGrad[float64]},
+	} {
+		register(a.op, kernel{bind: floats(bindAct(a.f32), bindAct(a.f64))})
 	}
-	moreWorkspace[graph.OpConv2DTranspose] = func(t *Target, it *compile.Instr) int64 {
-		return convWorkspace(kernels.ConvGeom(it.Geom), it)
-	}
-	moreScratch[graph.OpConv2DTranspose] = func(it *compile.Instr) int {
-		return kernels.ConvPackFloats(kernels.ConvGeom(it.Geom), it.F, false)
-	}
-	moreKernels[graph.OpResizeBilinear] = func(b *Bound) error {
-		return floatKernel(b, resize[float32], resize[float64])
-	}
-	moreKernels[graph.OpResizeBilinearGrad] = func(b *Bound) error {
-		return floatKernel(b, resizeGrad[float32], resizeGrad[float64])
-	}
-	moreKernels[graph.OpMoments] = func(b *Bound) error {
-		return floatKernel(b, moments[float32], moments[float64])
-	}
-	moreWorkspace[graph.OpMoments] = func(t *Target, it *compile.Instr) int64 {
-		return int64(8 * kernels.MomentsWork(it.Cols))
-	}
-	for _, op := range []graph.Op{graph.OpReluClip, graph.OpReluClipGrad, graph.OpElu, graph.OpEluGrad,
-		graph.OpSilu, graph.OpSiluGrad, graph.OpHardSwish, graph.OpHardSwishGrad,
-		graph.OpSoftplus, graph.OpSoftplusGrad, graph.OpSoftsign, graph.OpSoftsignGrad} {
-		moreKernels[op] = func(b *Bound) error {
-			return floatKernel(b, activation[float32], activation[float64])
+}
+
+// bindConvTranspose binds x [N, H, W, Cin] as the dy of a Conv2D from the
+// output [Of] with the filter [KH, KW, Cout, Cin].
+func bindConvTranspose[T kernels.Float](b *Bound) func() error {
+	return bindConv(b, kernels.Conv2DBackpropInput[T])
+}
+
+// bindResize binds a resize (or its gradient) of the sizes of b's Window.
+func bindResize[T kernels.Float](f func(dst, x []T, g kernels.ResizeGeom) []T) binder {
+	return func(b *Bound) func() error {
+		w := b.Window.Geom
+		dst, x, g := tensor.As[T](b.out), tensor.As[T](b.in[0]), kernels.ResizeGeom{N: w.N, H: w.H, W: w.W, C: w.C, OH: w.OH, OW: w.OW}
+		return func() error {
+			f(dst, x, g)
+			return nil
 		}
 	}
 }
 
-// generalConvWorkspace is the workspace of a dilated or grouped
-// convolution (or gradient): as many images' im2col rows as fit
-// ConvWorkspaceLimit, at least one (kernels.ConvGeneralWork).
-func generalConvWorkspace(g kernels.ConvGeom, it *compile.Instr) int64 {
-	size := int64(it.DType.Size())
-	one := int64(kernels.ConvGeneralWork(g, it.F, 1)) * size
-	images := int64(1)
-	if one > 0 {
-		images = max(1, min(int64(g.N), ConvWorkspaceLimit/one))
+func bindMoments[T kernels.Float](b *Bound) func() error {
+	dst, x, work, g := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[float64](b.work), *b.Matrix
+	return func() error {
+		kernels.Moments(dst, x, g.Rows, g.Cols, work)
+		return nil
 	}
-	return int64(kernels.ConvGeneralWork(g, it.F, int(images))) * size
 }
 
-// convWorkspace is the workspace of a convolution of geometry g: the
-// im2col rows of as many images as fit ConvWorkspaceLimit (at least one),
-// or generalConvWorkspace.
-func convWorkspace(g kernels.ConvGeom, it *compile.Instr) int64 {
-	if g.General() {
-		return generalConvWorkspace(g, it)
+// actFunc runs an activation op, dst = f(x), or its gradient, dst =
+// f'(x or y)·dy, with the op's parameters a.
+type actFunc[T kernels.Float] func(dst, x, dy []T, a *compile.ActParams)
+
+// bindAct binds an activation op or its gradient.
+func bindAct[T kernels.Float](f actFunc[T]) binder {
+	return func(b *Bound) func() error {
+		dst, x, a := tensor.As[T](b.out), tensor.As[T](b.in[0]), *b.Act
+		var dy []T
+		if len(b.in) > 1 {
+			dy = tensor.As[T](b.in[1])
+		}
+		return func() error {
+			f(dst, x, dy, &a)
+			return nil
+		}
 	}
-	per := int64(g.Im2ColSize(1) * it.DType.Size())
-	images := max(1, min(int64(g.N), ConvWorkspaceLimit/max(per, 1)))
-	return int64(g.Im2ColSize(int(images)) * it.DType.Size())
 }
 
-// conv2DTranspose runs Conv2DTranspose: x [N, H, W, Cin] as the dy of a
-// Conv2D from the output [Of] with the filter [KH, KW, Cout, Cin].
-func conv2DTranspose[T kernels.Float](b *Bound) error {
-	kernels.Conv2DBackpropInput(tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.work), b.geom, b.F)
-	return nil
+func reluClip[T kernels.Float](dst, x, _ []T, a *compile.ActParams) {
+	kernels.ReluClip(dst, x, a[0], a[1], a[2])
 }
-
-func resizeGeom(b *Bound) kernels.ResizeGeom {
-	g := b.Geom
-	return kernels.ResizeGeom{N: g.N, H: g.H, W: g.W, C: g.C, OH: g.OH, OW: g.OW}
+func reluClipGrad[T kernels.Float](dst, v, dy []T, a *compile.ActParams) {
+	kernels.ReluClipGrad(dst, v, dy, a[0], a[1], a[2], a[3] == 1)
 }
-
-func resize[T kernels.Float](b *Bound) error {
-	kernels.ResizeBilinear(tensor.As[T](b.out), tensor.As[T](b.in[0]), resizeGeom(b))
-	return nil
+func elu[T kernels.Float](dst, x, _ []T, a *compile.ActParams) { kernels.Elu(dst, x, a[0], a[1]) }
+func eluGrad[T kernels.Float](dst, y, dy []T, a *compile.ActParams) {
+	kernels.EluGrad(dst, y, dy, a[0], a[1])
 }
-
-func resizeGrad[T kernels.Float](b *Bound) error {
-	kernels.ResizeBilinearGrad(tensor.As[T](b.out), tensor.As[T](b.in[0]), resizeGeom(b))
-	return nil
+func silu[T kernels.Float](dst, x, _ []T, _ *compile.ActParams)      { kernels.Silu(dst, x) }
+func siluGrad[T kernels.Float](dst, x, dy []T, _ *compile.ActParams) { kernels.SiluGrad(dst, x, dy) }
+func hardSwish[T kernels.Float](dst, x, _ []T, _ *compile.ActParams) { kernels.HardSwish(dst, x) }
+func hardSwishGrad[T kernels.Float](dst, x, dy []T, _ *compile.ActParams) {
+	kernels.HardSwishGrad(dst, x, dy)
 }
-
-func moments[T kernels.Float](b *Bound) error {
-	kernels.Moments(tensor.As[T](b.out), tensor.As[T](b.in[0]), b.Rows, b.Cols, tensor.As[float64](b.work))
-	return nil
+func softplus[T kernels.Float](dst, x, _ []T, _ *compile.ActParams) { kernels.Softplus(dst, x) }
+func softplusGrad[T kernels.Float](dst, x, dy []T, _ *compile.ActParams) {
+	kernels.SoftplusGrad(dst, x, dy)
 }
-
-// activation runs an activation op or its gradient.
-func activation[T kernels.Float](b *Bound) error {
-	dst, x := tensor.As[T](b.out), tensor.As[T](b.in[0])
-	a := b.Act
-	switch b.Op {
-	case graph.OpReluClip:
-		kernels.ReluClip(dst, x, a[0], a[1], a[2])
-	case graph.OpReluClipGrad:
-		kernels.ReluClipGrad(dst, x, tensor.As[T](b.in[1]), a[0], a[1], a[2], a[3] == 1)
-	case graph.OpElu:
-		kernels.Elu(dst, x, a[0], a[1])
-	case graph.OpEluGrad:
-		kernels.EluGrad(dst, x, tensor.As[T](b.in[1]), a[0], a[1])
-	case graph.OpSilu:
-		kernels.Silu(dst, x)
-	case graph.OpSiluGrad:
-		kernels.SiluGrad(dst, x, tensor.As[T](b.in[1]))
-	case graph.OpHardSwish:
-		kernels.HardSwish(dst, x)
-	case graph.OpHardSwishGrad:
-		kernels.HardSwishGrad(dst, x, tensor.As[T](b.in[1]))
-	case graph.OpSoftplus:
-		kernels.Softplus(dst, x)
-	case graph.OpSoftplusGrad:
-		kernels.SoftplusGrad(dst, x, tensor.As[T](b.in[1]))
-	case graph.OpSoftsign:
-		kernels.Softsign(dst, x)
-	case graph.OpSoftsignGrad:
-		kernels.SoftsignGrad(dst, x, tensor.As[T](b.in[1]))
-	}
-	return nil
+func softsign[T kernels.Float](dst, x, _ []T, _ *compile.ActParams) { kernels.Softsign(dst, x) }
+func softsignGrad[T kernels.Float](dst, x, dy []T, _ *compile.ActParams) {
+	kernels.SoftsignGrad(dst, x, dy)
 }

@@ -26,7 +26,7 @@ import (
 
 // Target is a simulated device backend.
 type Target struct {
-	*cpu.Target // lowering, fusion, workspace and folding are the host's
+	*cpu.Target // supported ops, lowering, fusion, workspace and folding are the host's
 	dev         mem.Device
 
 	copiesIn, copiesOut   atomic.Int64 // copies made
@@ -66,9 +66,13 @@ func (t *Target) Bind(p *compile.Program, bufs []runtime.Span, scratch runtime.S
 			return nil, fmt.Errorf("sim: buffer %d of %q is not on the simulated device", i, p.Name)
 		}
 	}
+	b, err := cpu.BindHost(p, bufs, scratch, t.Threads(), comm)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
 	t.bindings.Add(1)
 	t.boundInstrs.Add(int64(len(p.Instrs)))
-	return cpu.BindHost(p, bufs, scratch, t.Threads(), comm), nil
+	return b, nil
 }
 
 // CopyIn copies src from the host into dst on the device.

@@ -11,9 +11,13 @@
 // Terms:
 //   - Model: the graph, its Input nodes (batch first) and named Outputs,
 //     and a function giving each Variable's value (Weights).
-//   - Rule: how one graph op is exported (ops.go): its batch rule and the
-//     ONNX nodes it becomes. The table is keyed by graph.Op; an op that is
-//     not in it is an *UnsupportedError naming the op and its owner.
+//   - Rule: how one graph op is exported: its batch rule and the ONNX nodes
+//     it becomes. The op table (registry.go) holds one entry per op,
+//     registered from the file of the op's family (elementwise.go,
+//     reduce.go, softmax.go, linalg.go, movement.go, conv.go, vision.go,
+//     sequence.go): a rule, or registerNotExportable(why, ops...); an op
+//     that is not exportable is an *UnsupportedError naming the op, its
+//     owner and why.
 //   - Batch axis: the axis of a value that scales with the batch (batch.go).
 //     Inputs and outputs carry the symbolic dimension "N" there, and shapes
 //     written into the model (Reshape, Expand) keep it symbolic, so the
@@ -48,6 +52,32 @@
 // Softplus, Softsign, Conv2DTranspose (ConvTranspose; its filter stays
 // float under int8), ResizeBilinear (Resize, linear, half-pixel). Not
 // exported: attention, layer normalization and gelu as single ops (the
-// gpt), and the recurrent layers' cache writes. Training-only ops (losses, gradients, dropout masks, Assign,
-// collectives) are not exported.
+// gpt), and the decoding steps' cache writes. Training-only ops (losses,
+// gradients, dropout masks, batch moments, Assign, collectives) are not
+// exported.
+//
+// Adding an op touches one entry per package, each in the file of the
+// op's family, and each package has a test that fails while the entry is
+// missing:
+//  1. graph: the Op constant at the end of its family's block in op.go,
+//     its opInfo entry (name, class) and its builder, which checks
+//     shapes, in the family's file (elementwise.go, reduce.go,
+//     linalg.go, softmax.go, shape.go, conv.go, vision.go, sequence.go,
+//     gradops.go); a multi-output op also its NumParts and partType.
+//  2. autodiff: its VJP rule, register(op, rule) in the family's file,
+//     and a case in the gradient checks; or registerZero (no gradient
+//     flows) or registerNoRule(why). Tests: TestEveryOpHasAVJPEntry,
+//     TestGradientsCoverEveryRule.
+//  3. compile: its lowering, register(op, lowering{...}) in
+//     lower_<family>.go (its Instr payload, whether it fuses, its flops);
+//     or registerNoInstr(why). Test: TestEveryOpIsLowered.
+//  4. kernels: its reference kernel (destination-first) and its case in
+//     the shared suite; backend/cpu: its kernel entry, register(op,
+//     kernel{...}) in the family's file (binders by dtype, workspace,
+//     scratch, fused step), which Target.Supports answers from. Test:
+//     TestEveryLoweredOpHasAKernel.
+//  5. export/onnx: its translation, register(op, rule{...}) in the
+//     family's file, and a case in the models onnxruntime runs
+//     (testModels); or registerNotExportable(why). Tests:
+//     TestEveryOpHasAnExportEntry, TestEveryTranslationIsRun.
 package onnx

@@ -62,7 +62,7 @@ type Options struct {
 type UnsupportedError struct {
 	Op    graph.Op
 	Owner string // the node's owner, e.g. "dense/softmax_cross_entropy"
-	Why   string // empty: the op has no translation at all
+	Why   string // why the op or this use of it is not exportable (empty: the op has no entry at all)
 }
 
 func (e *UnsupportedError) Error() string {
@@ -271,9 +271,9 @@ func modelInputs(m Model) []*graph.Node {
 
 // export translates one node: its batch axis, then its ONNX nodes.
 func (c *converter) export(n *graph.Node) error {
-	r, ok := rules[n.Op()]
-	if !ok {
-		return &UnsupportedError{Op: n.Op(), Owner: n.Owner()}
+	r := rules[n.Op()]
+	if r.emit == nil { // not exportable (Why says why), or no entry at all
+		return &UnsupportedError{Op: n.Op(), Owner: n.Owner(), Why: r.why}
 	}
 	if n.Op() == graph.OpInput {
 		if !slices.Contains(c.m.Inputs, n) {

@@ -261,7 +261,7 @@ func TestWriteErrors(t *testing.T) {
 			l := graph.SoftmaxCrossEntropy(x, y)
 			g.PopScope()
 			return built{m: Model{Graph: g, Outputs: []Output{{"loss", l}}}}
-		}, graph.OpSoftmaxCrossEntropy, "loss/softmax_cross_entropy"},
+		}, graph.OpSoftmaxCrossEntropy, "(in loss/softmax_cross_entropy): a training loss"},
 		{"constant sized by the batch", func() built {
 			g := graph.New()
 			x := g.Input("x", tensor.Float32, tensor.Shape{2, 3})

@@ -136,14 +136,17 @@ func opsModel(b int) (*graph.Graph, []*graph.Node, []Output) {
 	mix = graph.Maximum(graph.Minimum(mix, graph.ScalarLike(mix, 2)), graph.ScalarLike(mix, -2))
 	mix = graph.Div(mix, graph.Sqrt(graph.AddScalar(graph.Abs(x), 1)))
 	mix = graph.Add(mix, graph.Log(graph.AddScalar(graph.Erf(x), 2)))
+	band := graph.Mul(graph.Cast(graph.Less(x, spread), tensor.Float32), graph.Cast(graph.GreaterEqual(x, g.Scalar(-0.5, tensor.Float32)), tensor.Float32))
+	mix = graph.Add(mix, band)
+	same := graph.Cast(graph.Equal(ids, hot), tensor.Float32) // int32 operands
 	feats := graph.Concat(1,
-		graph.ReduceSum(sl, 1),                                      // [B, 7]
-		graph.ReduceMax(back, 1),                                    // [B, 3]
-		graph.ReduceMean(ge, 2),                                     // [B, 3]
-		graph.ReduceSum(oh, 1),                                      // [B, 7]
-		graph.Reshape(graph.ReduceMean(gram, 1), b, 4),              // [B, 4]
-		graph.ReduceMax(mix, 1),                                     // [B, 6]
-		graph.Cast(graph.Cast(ids, tensor.Float32), tensor.Float32), // [B, 3]
+		graph.ReduceSum(sl, 1),                         // [B, 7]
+		graph.ReduceMax(back, 1),                       // [B, 3]
+		graph.ReduceMean(ge, 2),                        // [B, 3]
+		graph.ReduceSum(oh, 1),                         // [B, 7]
+		graph.Reshape(graph.ReduceMean(gram, 1), b, 4), // [B, 4]
+		graph.ReduceMax(mix, 1),                        // [B, 6]
+		graph.Add(graph.Cast(graph.Cast(ids, tensor.Float32), tensor.Float32), same), // [B, 3]
 	) // [B, 33]
 	aux := graph.LogSoftmax(feats)
 	g.PopScope()

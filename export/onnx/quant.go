@@ -49,7 +49,7 @@ func Quantized(m Model) []*graph.Node {
 	live := liveNodes(m)
 	seen := make([]bool, m.Graph.Len())
 	for _, n := range m.Graph.Nodes() {
-		if !live[n.ID()] || (n.Op() != graph.OpMatMul && n.Op() != graph.OpConv2D) {
+		if !live[n.ID()] || !rules[n.Op()].product {
 			continue
 		}
 		for _, x := range n.Inputs() {

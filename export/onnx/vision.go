@@ -8,18 +8,21 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// The rules of the vision layers' ops (nn's ReLU with max_value, LeakyReLU,
-// ELU/SELU, swish, hard swish, softplus, softsign, Conv2DTranspose,
-// UpSampling2D's bilinear resize), registered beside the others.
+// The vision layers' ops (graph/vision.go: nn's ReLU with max_value,
+// LeakyReLU, ELU/SELU, swish, hard swish, softplus, softsign,
+// Conv2DTranspose, UpSampling2D's bilinear resize).
 func init() {
-	rules[graph.OpReluClip] = rule{batchSame, emitReluClip}
-	rules[graph.OpElu] = rule{batchSame, emitElu}
-	rules[graph.OpSilu] = rule{batchSame, emitSilu}
-	rules[graph.OpHardSwish] = rule{batchSame, unary("HardSwish")}
-	rules[graph.OpSoftplus] = rule{batchSame, unary("Softplus")}
-	rules[graph.OpSoftsign] = rule{batchSame, unary("Softsign")}
-	rules[graph.OpConv2DTranspose] = rule{batchNHWC, emitConv2DTranspose}
-	rules[graph.OpResizeBilinear] = rule{batchNHWC, emitResizeBilinear}
+	register(graph.OpReluClip, rule{batch: batchSame, emit: emitReluClip})
+	register(graph.OpElu, rule{batch: batchSame, emit: emitElu})
+	register(graph.OpSilu, rule{batch: batchSame, emit: emitSilu})
+	register(graph.OpHardSwish, rule{batch: batchSame, emit: unary("HardSwish")})
+	register(graph.OpSoftplus, rule{batch: batchSame, emit: unary("Softplus")})
+	register(graph.OpSoftsign, rule{batch: batchSame, emit: unary("Softsign")})
+	register(graph.OpConv2DTranspose, rule{batch: batchNHWC, emit: emitConv2DTranspose})
+	register(graph.OpResizeBilinear, rule{batch: batchNHWC, emit: emitResizeBilinear})
+	registerNotExportable("BatchNormalization's batch statistics, a training step's: inference reads the moving averages", graph.OpMoments)
+	registerNotExportable(trainingOnly, graph.OpResizeBilinearGrad, graph.OpReluClipGrad, graph.OpEluGrad, graph.OpSiluGrad,
+		graph.OpHardSwishGrad, graph.OpSoftplusGrad, graph.OpSoftsignGrad)
 }
 
 // constScalar returns a scalar initializer of dtype dt (float32 or
