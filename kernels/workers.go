@@ -34,7 +34,8 @@ import (
 // no mutable state, so two engines in one process each run on their own
 // threads and pack into their own Scratch.
 
-// MaxThreads is the most threads SetThreads accepts.
+// MaxThreads is the most threads a Pool has (NewPool and SetThreads cap
+// their count at it).
 const MaxThreads = 256
 
 // gemmSpin is how long an idle worker, or a caller waiting for workers,
@@ -189,7 +190,8 @@ type Pool struct {
 // runtime.GOMAXPROCS(0); it is capped at MaxThreads. The pool has no
 // Scratch until SetScratch gives it one: until then its threads pack into
 // buffers of their own on the Go heap (GemmWorkspaceBytes at most), made
-// the first time a product needs them. Close stops the workers.
+// the first time a product needs them. Close stops the workers; a pool
+// that is never closed keeps them, and itself, alive.
 func NewPool(threads int) *Pool {
 	p := &Pool{caller: newParker()}
 	p.resize(threads)
