@@ -104,36 +104,36 @@ func checkAttention(fn string, p *AttentionParams) (nq, nk, rows int) {
 	return p.B * p.Tq * p.H * p.D, p.B * p.Tk * p.H * p.D, p.B * p.H * p.Tq
 }
 
-// AttentionForward sets o to the attention of q over k and v and lse to the
-// log-sum-exp of each row's scores (the statistics AttentionBackward
+// AttentionForwardOn sets o to the attention of q over k and v and lse to
+// the log-sum-exp of each row's scores (the statistics AttentionBackward
 // needs), as described above, and returns o. o and lse must not overlap
 // the inputs.
 //
 // float32 (and types defined on it) runs the tiled kernel
 // (attention_tiled.go): blocks of queries against blocks of keys with the
-// products on Sgemm's micro-kernel and e^x in assembly, split over the
-// worker pool by (b, h) and, when B·H is small, chunks of query blocks;
-// work holds AttentionForwardWorkspace(p, n) floats for up to n threads
-// (more threads than work has room for are not used). Its result does not
-// depend on the number of threads; calls from several goroutines run one
-// after another. Other types run the row loop of AttentionForwardRef,
-// which needs no workspace (work may be nil); it is meant for gradient
-// checks in float64. It allocates nothing. It panics if a size is
-// negative, a length does not match or work is too small.
-func AttentionForward[T Float](o, lse, q, k, v []T, p AttentionParams, work []T) []T {
+// products on Sgemm's micro-kernel and e^x in assembly, split over pool's
+// threads by (b, h) and, when B·H is small, chunks of query blocks; work
+// holds AttentionForwardWorkspace(p, n) floats for up to n threads (more
+// threads than work has room for are not used). Its result does not
+// depend on the number of threads; calls on one pool from several
+// goroutines run one after another. Other types run the row loop of
+// AttentionForwardRef, which needs no workspace (work may be nil); it is
+// meant for gradient checks in float64. It allocates nothing. It panics if
+// a size is negative, a length does not match or work is too small.
+func AttentionForwardOn[T Float](pool *Pool, o, lse, q, k, v []T, p AttentionParams, work []T) []T {
 	const fn = "AttentionForward"
 	checkAttnForward(fn, &p, len(o), len(lse), len(q), len(k), len(v))
 	var zero T
 	if unsafe.Sizeof(zero) == 4 && attnTiled(&p) {
-		attnForward32(fn, float32s(o), float32s(lse), float32s(q), float32s(k), float32s(v), &p, float32s(work))
+		attnForward32(pool, fn, float32s(o), float32s(lse), float32s(q), float32s(k), float32s(v), &p, float32s(work))
 		return o
 	}
 	attnForwardRows(o, lse, q, k, v, &p)
 	return o
 }
 
-// AttentionBackward sets dq, dk and dv to the gradients of a loss through
-// AttentionForward, given do = ∂loss/∂o and the forward pass's o and lse
+// AttentionBackwardOn sets dq, dk and dv to the gradients of a loss
+// through AttentionForward, given do = ∂loss/∂o and the forward pass's o and lse
 // (and the same q, k, v and p), and returns dq. Each block of
 // probabilities is recomputed from lse (Dao et al. 2022, Algorithm 2):
 //
@@ -142,19 +142,19 @@ func AttentionForward[T Float](o, lse, q, k, v []T, p AttentionParams, work []T)
 //	dq_i = Scale·Σ_j dS_ij·k_j     dk_j = Scale·Σ_i dS_ij·q_i
 //
 // The outputs must not overlap the inputs or each other. float32 runs the
-// tiled kernel, split over the worker pool by (b, h) and, when B·H is
+// tiled kernel, split over pool's threads by (b, h) and, when B·H is
 // small, by groups of key blocks whose dq parts are added in a fixed order;
 // work holds AttentionBackwardWorkspace(p, n) floats for up to n threads,
 // and the result does not depend on the number of threads. Other types run
 // a row-by-row loop that needs no workspace. It allocates nothing. It
 // panics if a size is negative, a length does not match or work is too
 // small.
-func AttentionBackward[T Float](dq, dk, dv, do, o, lse, q, k, v []T, p AttentionParams, work []T) []T {
+func AttentionBackwardOn[T Float](pool *Pool, dq, dk, dv, do, o, lse, q, k, v []T, p AttentionParams, work []T) []T {
 	const fn = "AttentionBackward"
 	checkAttnBackward(fn, &p, len(dq), len(dk), len(dv), len(do), len(o), len(lse), len(q), len(k), len(v))
 	var zero T
 	if unsafe.Sizeof(zero) == 4 && attnTiled(&p) {
-		attnBackward32(fn, float32s(dq), float32s(dk), float32s(dv), float32s(do), float32s(o), float32s(lse),
+		attnBackward32(pool, fn, float32s(dq), float32s(dk), float32s(dv), float32s(do), float32s(o), float32s(lse),
 			float32s(q), float32s(k), float32s(v), &p, float32s(work))
 		return dq
 	}
@@ -190,10 +190,11 @@ func attnTiled(p *AttentionParams) bool { return p.D > 0 }
 
 // AttentionForwardWorkspace returns the float32s of work AttentionForward
 // needs in float32 with p's sizes to use up to threads threads (<= 0: the
-// pool's Threads()). It does not depend on Mask or dropout.
+// default pool's Threads(); an engine passes its own pool's). It does not
+// depend on Mask or dropout.
 func AttentionForwardWorkspace(p AttentionParams, threads int) int {
 	if threads <= 0 {
-		threads = Threads()
+		threads = defaultPool.Threads()
 	}
 	if !attnTiled(&p) {
 		return 0
@@ -204,10 +205,11 @@ func AttentionForwardWorkspace(p AttentionParams, threads int) int {
 
 // AttentionBackwardWorkspace returns the float32s of work
 // AttentionBackward needs in float32 with p's sizes to use up to threads
-// threads (<= 0: the pool's Threads()).
+// threads (<= 0: the default pool's Threads(); an engine passes its own
+// pool's).
 func AttentionBackwardWorkspace(p AttentionParams, threads int) int {
 	if threads <= 0 {
-		threads = Threads()
+		threads = defaultPool.Threads()
 	}
 	if !attnTiled(&p) {
 		return 0

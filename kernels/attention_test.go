@@ -39,23 +39,21 @@ func TestAttention(t *testing.T) {
 
 // TestAttentionSuite runs the shared suite (kerneltest) on the tiled
 // float32 kernels on every micro-kernel tier and row implementation this
-// CPU has, on 1 and 2 threads (under the race detector, fewer: see
-// threadCounts).
+// CPU has, on pools of 1 and 3 threads (under the race detector, fewer:
+// see poolThreads).
 func TestAttentionSuite(t *testing.T) {
 	for ti, tier := range kernels.GemmTierNames() {
 		for ri, rows := range kernels.AttentionRowNames() {
 			if raceEnabled && ri != ti {
 				continue // under the race detector, each tier with its own row implementation
 			}
-			for _, threads := range threadCounts {
-				t.Run(fmt.Sprintf("%s/%s/%dT", tier, rows, threads), func(t *testing.T) {
-					defer kernels.UseGemmTier(tier)()
-					defer kernels.UseAttentionRows(rows)()
-					defer kernels.UseThreads(threads)()
-					kerneltest.Run(t, kerneltest.Impl{Name: "attention",
-						AttentionForward: kernels.AttentionForward[float32], AttentionBackward: kernels.AttentionBackward[float32]})
-				})
-			}
+			forEachPool(t, tier+"/"+rows, func(t *testing.T, p *kernels.Pool) {
+				defer kernels.UseGemmTier(tier)()
+				defer kernels.UseAttentionRows(rows)()
+				on := onPool(p)
+				kerneltest.Run(t, kerneltest.Impl{Name: "attention", Threads: on.Threads,
+					AttentionForward: on.AttentionForward, AttentionBackward: on.AttentionBackward})
+			})
 		}
 	}
 }

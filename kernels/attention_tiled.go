@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"math"
-	"sync"
 	"sync/atomic"
 )
 
@@ -26,7 +25,7 @@ import (
 //
 // Work is split into units, (b, h, chunk of query blocks) forward and
 // (b, h, group of key blocks) backward, claimed one at a time by the pool's
-// threads (Parallel, one part per workspace slot), the costliest first. A
+// threads (ParallelOn, one part per workspace slot), the costliest first. A
 // unit's results depend only on the unit, never on the thread or slot that
 // computes it, so the outputs are the same on any number of threads.
 
@@ -150,8 +149,8 @@ func (pl *attnPlan) fwdLayout() attnSlot {
 }
 
 // attnState is the call in progress: the plan, the operands and the next
-// unit to claim. One call runs at a time (attnMu); it is a package variable
-// so that handing it to Parallel allocates nothing.
+// unit to claim. One call runs at a time on a pool (its calls.attnMu); it
+// lives in the pool so that handing it to ParallelOn allocates nothing.
 type attnState struct {
 	pl    attnPlan
 	rows  attnRowOps
@@ -162,11 +161,6 @@ type attnState struct {
 
 	o, lse, q, k, v, do, dq, dk, dv []float32
 }
-
-var (
-	attnMu   sync.Mutex
-	attnCall attnState
-)
 
 // reset drops the call's slices, so that the state keeps no operand alive.
 func (c *attnState) reset() {
@@ -184,33 +178,34 @@ func (c *attnState) claim() (int, bool) {
 	return u, u < c.units
 }
 
-// attnSlots returns the slots of work (aligned) that a call uses: at most
-// Threads(), at least one; it panics if work holds none.
-func attnSlots(fn string, work []float32, shared, slot int) ([]float32, int) {
+// attnSlots returns the slots of work (aligned) that a call on pool p uses:
+// at most p.Threads(), at least one; it panics if work holds none.
+func attnSlots(p *Pool, fn string, work []float32, shared, slot int) ([]float32, int) {
 	if len(work) < attnAlign+shared+slot {
 		panicf("%s: work has %d floats, want at least %d", fn, len(work), attnAlign+shared+slot)
 	}
 	work = alignFloats(work)
-	n := min(Threads(), (len(work)-shared)/slot)
+	n := min(p.Threads(), (len(work)-shared)/slot)
 	return work, n
 }
 
-// attnForward32 is AttentionForward's tiled float32 path (D >= 1).
-func attnForward32(fn string, o, lse, q, k, v []float32, p *AttentionParams, work []float32) {
+// attnForward32 is AttentionForwardOn's tiled float32 path (D >= 1) on
+// pool.
+func attnForward32(pool *Pool, fn string, o, lse, q, k, v []float32, p *AttentionParams, work []float32) {
 	if p.B == 0 || p.H == 0 || p.Tq == 0 {
 		return
 	}
-	attnMu.Lock()
-	defer attnMu.Unlock()
-	c := &attnCall
+	pool.calls.attnMu.Lock()
+	defer pool.calls.attnMu.Unlock()
+	c := &pool.calls.attn
 	defer c.reset()
 	c.pl = newAttnPlan(p)
-	work, slots := attnSlots(fn, work, 0, c.pl.fwdSlot)
+	work, slots := attnSlots(pool, fn, work, 0, c.pl.fwdSlot)
 	c.rows, c.slot, c.work = attnRows, c.pl.fwdSlot, work
 	c.o, c.lse, c.q, c.k, c.v = o, lse, q, k, v
 	c.units = p.B * p.H * c.pl.chunks
 	c.next.Store(0)
-	Parallel(slots, attnForwardPart, c)
+	ParallelOn(pool, slots, attnForwardPart, c)
 }
 
 // attnForwardPart computes units on slot part until none is left.

@@ -56,8 +56,9 @@ func (pl *attnPlan) bwdLayout() attnSlot {
 	return s
 }
 
-// attnBackward32 is AttentionBackward's tiled float32 path (D >= 1).
-func attnBackward32(fn string, dq, dk, dv, do, o, lse, q, k, v []float32, p *AttentionParams, work []float32) {
+// attnBackward32 is AttentionBackwardOn's tiled float32 path (D >= 1) on
+// pool.
+func attnBackward32(pool *Pool, fn string, dq, dk, dv, do, o, lse, q, k, v []float32, p *AttentionParams, work []float32) {
 	if p.B == 0 || p.H == 0 {
 		return
 	}
@@ -67,13 +68,13 @@ func attnBackward32(fn string, dq, dk, dv, do, o, lse, q, k, v []float32, p *Att
 		clear(dv)
 		return
 	}
-	attnMu.Lock()
-	defer attnMu.Unlock()
-	c := &attnCall
+	pool.calls.attnMu.Lock()
+	defer pool.calls.attnMu.Unlock()
+	c := &pool.calls.attn
 	defer c.reset()
 	c.pl = newAttnPlan(p)
 	pl := &c.pl
-	work, slots := attnSlots(fn, work, pl.bwdShared, pl.bwdSlot)
+	work, slots := attnSlots(pool, fn, work, pl.bwdShared, pl.bwdSlot)
 	c.rows, c.slot, c.work = attnRows, pl.bwdSlot, work[pl.bwdShared:]
 	c.dq, c.dk, c.dv, c.do, c.o, c.lse, c.q, c.k, c.v = dq, dk, dv, do, o, lse, q, k, v
 	if pl.groups > 1 {
@@ -81,7 +82,7 @@ func attnBackward32(fn string, dq, dk, dv, do, o, lse, q, k, v []float32, p *Att
 	}
 	c.units = p.B * p.H * pl.groups
 	c.next.Store(0)
-	Parallel(slots, attnBackwardPart, c)
+	ParallelOn(pool, slots, attnBackwardPart, c)
 	if pl.groups > 1 {
 		attnSumGroups(dq, c.dq, pl)
 	}

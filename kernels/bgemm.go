@@ -30,7 +30,7 @@ import "github.com/headroom-ml/headroom/tensor"
 // broadcasts of A pairs), as Sgemm's AVX-512 tile, each instruction now doing
 // 32 multiply-adds instead of 16; a 12×16 tile serves products at most 16
 // columns wide. The loops are Sgemm's (gemm.go: GotoBLAS/BLIS's five loops,
-// regions of C per thread on the same worker pool and packing buffers): the
+// regions of C per thread on the same Pool and packing buffers): the
 // product runs as an Sgemm whose tier packs pairs and whose micro-kernel is
 // VDPBF16PS. Cache blocks count elements of k (bgemmKC, bgemmMC, bgemmNC):
 // a bfloat16 element takes 2 bytes, so the A micro-panel (12·KC·2 bytes),
@@ -56,21 +56,21 @@ import "github.com/headroom-ml/headroom/tensor"
 // Determinism: like Sgemm, the split over threads never splits a sum, so
 // results are bit-identical for any thread count on one path.
 
-// MatMulBF16 sets dst = op(a)·op(b), or adds it to dst when accumulate is
-// set, with every element of a and b rounded to bfloat16 and the products
-// summed in float32, and returns dst:
+// MatMulBF16On sets dst = op(a)·op(b), or adds it to dst when accumulate
+// is set, with every element of a and b rounded to bfloat16 and the
+// products summed in float32, on pool p, and returns dst:
 //
 //	dst:   [m, n]
 //	op(a): [m, k]; a is stored [m, k] row-major, or [k, m] when transA
 //	op(b): [k, n]; b is stored [k, n], or [n, k] when transB
 //
 // a and b are read in place and not changed. dst must not overlap a or b. It
-// runs on Sgemm's worker pool and packing buffers (SetThreads,
-// GemmWorkspaceBytes) and allocates nothing after the first call. It uses
+// runs on p's threads and packing memory as SgemmOn does, and allocates
+// nothing after the first call. It uses
 // AVX512_BF16 where the CPU has it, else a portable path with the same
 // numerics (see the file comment for the one exception: subnormals). It
 // panics if a size is negative or a length does not match.
-func MatMulBF16(dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) []float32 {
+func MatMulBF16On(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) []float32 {
 	checkMatMul("MatMulBF16", len(dst), len(a), len(b), m, n, k)
 	if m == 0 || n == 0 {
 		return dst
@@ -86,7 +86,7 @@ func MatMulBF16(dst, a, b []float32, m, n, k int, transA, transB, accumulate boo
 	if gemmBlockOverride != nil {
 		blk = *gemmBlockOverride
 	}
-	workers.run(gemmCall{
+	p.run(gemmCall{
 		tier: tier, blk: blk,
 		dst: dst, a: a, b: b, m: m, n: n, k: k,
 		transA: transA, transB: transB, accumulate: accumulate,

@@ -43,37 +43,50 @@ func (p bgemmPath) use() (restore func()) {
 	return func() { r2(); r1() }
 }
 
-// forEachBgemmConfig runs f on every path of MatMulBF16, on 1 and 2
-// threads. On 2, every product is split, however small.
-func forEachBgemmConfig(t *testing.T, f func(t *testing.T)) {
+// forEachBgemmConfig runs f on every path of MatMulBF16, on a Pool of its
+// own of 1 and of 3 threads. On 3, every product is split, however small.
+func forEachBgemmConfig(t *testing.T, f func(t *testing.T, p *kernels.Pool)) {
 	defer kernels.SplitAlways()()
-	for _, p := range bgemmPaths() {
-		for _, threads := range []int{1, 2} {
-			t.Run(fmt.Sprintf("%s/%dT", p.name, threads), func(t *testing.T) {
-				defer p.use()()
-				defer kernels.UseThreads(threads)()
-				f(t)
+	for _, path := range bgemmPaths() {
+		for _, threads := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/%dT", path.name, threads), func(t *testing.T) {
+				defer path.use()()
+				p := kernels.NewPool(threads)
+				defer p.Close()
+				f(t, p)
 			})
 		}
 	}
 }
 
+// matMulBF16On returns MatMulBF16On on p in MatMul's signature.
+func matMulBF16On(p *kernels.Pool) kerneltest.MatMulFunc {
+	return func(dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) []float32 {
+		return kernels.MatMulBF16On(p, dst, a, b, m, n, k, transA, transB, accumulate)
+	}
+}
+
 // checkBF16 runs the shared suite's check of one product (kerneltest's
 // BF16 rule against the bfloat16-rounded float64 product, guards, unchanged
-// inputs) on MatMulBF16, with operands drawn from r.
-func checkBF16(t *testing.T, r *rand.Rand, m, n, k int, ta, tb, acc bool) {
+// inputs) on MatMulBF16 on p (nil: the default pool), with operands drawn
+// from r.
+func checkBF16(t *testing.T, p *kernels.Pool, r *rand.Rand, m, n, k int, ta, tb, acc bool) {
 	t.Helper()
-	kerneltest.CheckMatMulBF16(t, kernels.MatMulBF16, m, n, k, ta, tb, acc, r.Uint64())
+	mm := kernels.MatMulBF16
+	if p != nil {
+		mm = matMulBF16On(p)
+	}
+	kerneltest.CheckMatMulBF16(t, mm, m, n, k, ta, tb, acc, r.Uint64())
 }
 
 // TestMatMulBF16Suite runs the shared suite on MatMulBF16 on every path and
-// 1 and 2 threads: every combination of the sizes 1, 7 and 33 and 1023 in
+// pools of 1 and 3 threads: every combination of the sizes 1, 7 and 33 and 1023 in
 // each dimension, every transpose variant and accumulate, the rounding of
 // each operand (ties, overflow, NaN), the IEEE cases the packing must not
 // hide, guards around dst, and no allocation.
 func TestMatMulBF16Suite(t *testing.T) {
-	forEachBgemmConfig(t, func(t *testing.T) {
-		kerneltest.Run(t, kerneltest.Impl{Name: "bgemm", MatMulBF16: kernels.MatMulBF16})
+	forEachBgemmConfig(t, func(t *testing.T, p *kernels.Pool) {
+		kerneltest.Run(t, kerneltest.Impl{Name: "bgemm", Threads: p.Threads(), MatMulBF16: matMulBF16On(p)})
 	})
 }
 
@@ -82,14 +95,14 @@ func TestMatMulBF16Suite(t *testing.T) {
 // blocks, odd K blocks and B blocks per thread, edge tiles both ways) runs,
 // and on a few shapes with the real blocking, several K blocks deep.
 func TestMatMulBF16Random(t *testing.T) {
-	forEachBgemmConfig(t, func(t *testing.T) {
+	forEachBgemmConfig(t, func(t *testing.T, p *kernels.Pool) {
 		r := rand.New(rand.NewPCG(9, 9))
 		t.Run("small blocks", func(t *testing.T) {
 			defer kernels.UseGemmBlocking(15, 24, 64)()
 			for range 8 {
 				m, n, k := 1+r.IntN(70), 1+r.IntN(150), 1+r.IntN(50)
 				for _, v := range variants {
-					checkBF16(t, r, m, n, k, v.ta, v.tb, v.acc)
+					checkBF16(t, p, r, m, n, k, v.ta, v.tb, v.acc)
 				}
 			}
 		})
@@ -100,7 +113,7 @@ func TestMatMulBF16Random(t *testing.T) {
 			}
 			for _, s := range shapes {
 				v := variants[r.IntN(len(variants))]
-				checkBF16(t, r, s[0], s[1], s[2], v.ta, v.tb, v.acc)
+				checkBF16(t, p, r, s[0], s[1], s[2], v.ta, v.tb, v.acc)
 			}
 		})
 	})
@@ -182,16 +195,16 @@ func TestMatMulBF16Threads(t *testing.T) {
 }
 
 // TestMatMulBF16NoAllocs checks that a 256³ product allocates nothing
-// after the first call, on 1 and 2 threads and every path.
+// after the first call, on pools of 1 and 3 threads and every path.
 func TestMatMulBF16NoAllocs(t *testing.T) {
 	n := 256
 	if raceEnabled {
 		n = 64
 	}
 	a, b, dst := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
-	forEachBgemmConfig(t, func(t *testing.T) {
+	forEachBgemmConfig(t, func(t *testing.T, p *kernels.Pool) {
 		for _, v := range variants[:4] {
-			if allocs := testing.AllocsPerRun(2, func() { kernels.MatMulBF16(dst, a, b, n, n, n, v.ta, v.tb, v.acc) }); allocs != 0 {
+			if allocs := testing.AllocsPerRun(2, func() { kernels.MatMulBF16On(p, dst, a, b, n, n, n, v.ta, v.tb, v.acc) }); allocs != 0 {
 				t.Errorf("transA=%v transB=%v: %v allocations per call, want 0", v.ta, v.tb, allocs)
 			}
 		}
@@ -279,6 +292,6 @@ func FuzzMatMulBF16(f *testing.F) {
 	f.Add(uint8(80), uint8(5), uint8(65), uint8(2), uint64(3))
 	f.Fuzz(func(t *testing.T, m, n, k, flags uint8, seed uint64) {
 		r := rand.New(rand.NewPCG(seed, 1))
-		checkBF16(t, r, int(m%81), int(n%81), int(k%81), flags&1 != 0, flags&2 != 0, flags&4 != 0)
+		checkBF16(t, nil, r, int(m%81), int(n%81), int(k%81), flags&1 != 0, flags&2 != 0, flags&4 != 0)
 	})
 }

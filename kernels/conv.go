@@ -16,7 +16,7 @@ package kernels
 // workspace bounds the memory: a chunk is as many images as the workspace
 // holds, so the planner trades workspace bytes against matrix size with
 // ConvGeom.Im2ColSize. In float32 the three kernels run as jobs on the
-// Sgemm worker pool (jobs.go): independent regions of a few output rows (or
+// Pool they are given (jobs.go): independent regions of a few output rows (or
 // images) that lower and multiply their own rows while they are in cache,
 // Conv2D packing the product's operand straight from x (convpack.go).
 // Results never depend on the number of threads. Conv2D and
@@ -151,23 +151,26 @@ func (g ConvGeom) checkConv(fn string, f int, xName string, lenX int, filterName
 	return min(lenWork/per, g.N)
 }
 
-// Conv2D sets dst to the convolution of x with filter and returns dst.
+// Conv2DOn sets dst to the convolution of x with filter, on pool p, and
+// returns dst.
 //
 //	x: [N, H, W, C], filter: [KH, KW, C, f], dst: [N, OH, OW, f]
 //
 // work holds the im2col matrix of a chunk of images, [chunk·OH·OW, KH·KW·C];
 // it needs at least g.Im2ColSize(1) elements and the chunk is as many images
-// as it holds. dst must not overlap x, filter or work. It panics if g is
-// invalid or a length does not match.
-func Conv2D[T Float](dst, x, filter, work []T, g ConvGeom, f int) []T {
-	return conv2D("Conv2D", dst, x, filter, work, g, f, MatMul[T], false)
+// as it holds. dst must not overlap x, filter or work. float32 splits its
+// work over p's threads and packs into p's Scratch; float64 runs its
+// products on the calling goroutine. It panics if g is invalid or a length
+// does not match.
+func Conv2DOn[T Float](p *Pool, dst, x, filter, work []T, g ConvGeom, f int) []T {
+	return conv2D(p, "Conv2D", dst, x, filter, work, g, f, MatMulOn[T], false)
 }
 
-// conv2D is Conv2D named fn with its products by mm: MatMul, or with bf16
-// MatMulBF16 (whose jobs pack with its tier).
-func conv2D[T Float](fn string, dst, x, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+// conv2D is Conv2DOn named fn with its products by mm: MatMulOn, or with
+// bf16 MatMulBF16On (whose jobs pack with its tier).
+func conv2D[T Float](p *Pool, fn string, dst, x, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
 	if g.General() {
-		return conv2DGeneral(fn, dst, x, filter, work, g, f)
+		return conv2DGeneral(p, fn, dst, x, filter, work, g, f)
 	}
 	chunk := g.checkConv(fn, f, "x", len(x), "filter", len(filter), "dst", len(dst), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
@@ -175,34 +178,35 @@ func conv2D[T Float](fn string, dst, x, filter, work []T, g ConvGeom, f int, mm 
 		clear(dst)
 		return dst
 	}
-	if convDirect(dst, x, filter, work, g, f, bf16) { // float32, few channels (vision_direct.go)
+	if convDirect(p, dst, x, filter, work, g, f, bf16) { // float32, few channels (vision_direct.go)
 		return dst
 	}
-	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
+	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(p, d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
 		return dst
 	}
-	return conv2DChunks(dst, x, filter, work, g, f, chunk, mm)
+	return conv2DChunks(p, dst, x, filter, work, g, f, chunk, mm)
 }
 
 // conv2DChunks is Conv2D as im2col of chunks of images and products by mm.
-func conv2DChunks[T Float](dst, x, filter, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
+func conv2DChunks[T Float](p *Pool, dst, x, filter, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	for n0 := 0; n0 < g.N; n0 += chunk {
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
 		cols := work[:rows*k]
-		inHalves(taskIm2col, [3][]T{cols, x}, g, n0, nb)
+		inHalves(p, taskIm2col, [3][]T{cols, x}, g, n0, nb)
 		// [rows, K]·[K, f] -> [rows, f]
-		mm(dst[n0*per*f:(n0*per+rows)*f], cols, filter, rows, f, k, false, false, false)
+		mm(p, dst[n0*per*f:(n0*per+rows)*f], cols, filter, rows, f, k, false, false, false)
 	}
 	return dst
 }
 
-// matMulFunc is MatMul's signature: MatMul, or MatMulBF16 for float32.
-type matMulFunc[T Float] func(dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T
+// matMulFunc is MatMulOn's signature: MatMulOn, or MatMulBF16On for
+// float32.
+type matMulFunc[T Float] func(p *Pool, dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T
 
-// Conv2DBackpropInput sets dx to the gradient of Σ dy·Conv2D(x, filter) with
-// respect to x and returns dx.
+// Conv2DBackpropInputOn sets dx to the gradient of Σ dy·Conv2D(x, filter)
+// with respect to x, on pool p, and returns dx.
 //
 //	dy: [N, OH, OW, f], filter: [KH, KW, C, f], dx: [N, H, W, C] (overwritten)
 //
@@ -210,15 +214,15 @@ type matMulFunc[T Float] func(dst, a, b []T, m, n, k int, transA, transB, accumu
 // which col2im adds into the windows they came from, so where windows overlap
 // their contributions sum. work is as for Conv2D. dx must not overlap the
 // other operands. It panics if g is invalid or a length does not match.
-func Conv2DBackpropInput[T Float](dx, dy, filter, work []T, g ConvGeom, f int) []T {
-	return conv2DInput("Conv2DBackpropInput", dx, dy, filter, work, g, f, MatMul[T], false)
+func Conv2DBackpropInputOn[T Float](p *Pool, dx, dy, filter, work []T, g ConvGeom, f int) []T {
+	return conv2DInput(p, "Conv2DBackpropInput", dx, dy, filter, work, g, f, MatMulOn[T], false)
 }
 
-// conv2DInput is Conv2DBackpropInput named fn with its products by mm
-// (bf16: MatMulBF16).
-func conv2DInput[T Float](fn string, dx, dy, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+// conv2DInput is Conv2DBackpropInputOn named fn with its products by mm
+// (bf16: MatMulBF16On).
+func conv2DInput[T Float](p *Pool, fn string, dx, dy, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
 	if g.General() {
-		return conv2DInputGeneral(fn, dx, dy, filter, work, g, f)
+		return conv2DInputGeneral(p, fn, dx, dy, filter, work, g, f)
 	}
 	chunk := g.checkConv(fn, f, "dx", len(dx), "filter", len(filter), "dy", len(dy), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
@@ -226,18 +230,18 @@ func conv2DInput[T Float](fn string, dx, dy, filter, work []T, g ConvGeom, f int
 		clear(dx)
 		return dx
 	}
-	if convInputDirect(dx, dy, filter, work, g, f, bf16) { // float32, stride 1 (vision_direct.go)
+	if convInputDirect(p, dx, dy, filter, work, g, f, bf16) { // float32, stride 1 (vision_direct.go)
 		return dx
 	}
-	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
+	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(p, d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
 		return dx
 	}
-	return conv2DInputChunks(dx, dy, filter, work, g, f, chunk, mm)
+	return conv2DInputChunks(p, dx, dy, filter, work, g, f, chunk, mm)
 }
 
 // conv2DInputChunks is Conv2DBackpropInput as products by mm and col2im of
 // chunks of images.
-func conv2DInputChunks[T Float](dx, dy, filter, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
+func conv2DInputChunks[T Float](p *Pool, dx, dy, filter, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	clear(dx)
 	for n0 := 0; n0 < g.N; n0 += chunk {
@@ -245,29 +249,30 @@ func conv2DInputChunks[T Float](dx, dy, filter, work []T, g ConvGeom, f, chunk i
 		rows := nb * per
 		cols := work[:rows*k]
 		// [rows, f]·[K, f]ᵀ -> [rows, K]
-		mm(cols, dy[n0*per*f:(n0*per+rows)*f], filter, rows, k, f, false, true, false)
-		inHalves(taskCol2im, [3][]T{dx, cols}, g, n0, nb)
+		mm(p, cols, dy[n0*per*f:(n0*per+rows)*f], filter, rows, k, f, false, true, false)
+		inHalves(p, taskCol2im, [3][]T{dx, cols}, g, n0, nb)
 	}
 	return dx
 }
 
-// Conv2DBackpropFilter sets dfilter to the gradient of Σ dy·Conv2D(x, filter)
-// with respect to filter and returns dfilter.
+// Conv2DBackpropFilterOn sets dfilter to the gradient of
+// Σ dy·Conv2D(x, filter) with respect to filter, on pool p, and returns
+// dfilter.
 //
 //	x: [N, H, W, C], dy: [N, OH, OW, f], dfilter: [KH, KW, C, f] (overwritten)
 //
 // Per chunk, dfilter += im2col(x)ᵀ·dy ([K, rows]·[rows, f]). work is as for
 // Conv2D. dfilter must not overlap the other operands. It panics if g is
 // invalid or a length does not match.
-func Conv2DBackpropFilter[T Float](dfilter, x, dy, work []T, g ConvGeom, f int) []T {
-	return conv2DFilter("Conv2DBackpropFilter", dfilter, x, dy, work, g, f, MatMul[T], false)
+func Conv2DBackpropFilterOn[T Float](p *Pool, dfilter, x, dy, work []T, g ConvGeom, f int) []T {
+	return conv2DFilter(p, "Conv2DBackpropFilter", dfilter, x, dy, work, g, f, MatMulOn[T], false)
 }
 
-// conv2DFilter is Conv2DBackpropFilter named fn with its products by mm
-// (bf16: MatMulBF16).
-func conv2DFilter[T Float](fn string, dfilter, x, dy, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+// conv2DFilter is Conv2DBackpropFilterOn named fn with its products by mm
+// (bf16: MatMulBF16On).
+func conv2DFilter[T Float](p *Pool, fn string, dfilter, x, dy, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
 	if g.General() {
-		return conv2DFilterGeneral(fn, dfilter, x, dy, work, g, f)
+		return conv2DFilterGeneral(p, fn, dfilter, x, dy, work, g, f)
 	}
 	chunk := g.checkConv(fn, f, "x", len(x), "dfilter", len(dfilter), "dy", len(dy), len(work))
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
@@ -275,27 +280,27 @@ func conv2DFilter[T Float](fn string, dfilter, x, dy, work []T, g ConvGeom, f in
 		clear(dfilter)
 		return dfilter
 	}
-	if convFilterDirect(dfilter, x, dy, g, f, bf16) { // float32, few channels (vision_direct.go)
+	if convFilterDirect(p, dfilter, x, dy, g, f, bf16) { // float32, few channels (vision_direct.go)
 		return dfilter
 	}
-	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f, bf16) {
+	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(p, d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f, bf16) {
 		return dfilter
 	}
-	return conv2DFilterChunks(dfilter, x, dy, work, g, f, chunk, mm)
+	return conv2DFilterChunks(p, dfilter, x, dy, work, g, f, chunk, mm)
 }
 
 // conv2DFilterChunks is Conv2DBackpropFilter as im2col of chunks of images
 // and products by mm, accumulated.
-func conv2DFilterChunks[T Float](dfilter, x, dy, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
+func conv2DFilterChunks[T Float](p *Pool, dfilter, x, dy, work []T, g ConvGeom, f, chunk int, mm matMulFunc[T]) []T {
 	per, k := g.OH*g.OW, g.KH*g.KW*g.C
 	clear(dfilter)
 	for n0 := 0; n0 < g.N; n0 += chunk {
 		nb := min(chunk, g.N-n0)
 		rows := nb * per
 		cols := work[:rows*k]
-		inHalves(taskIm2col, [3][]T{cols, x}, g, n0, nb)
+		inHalves(p, taskIm2col, [3][]T{cols, x}, g, n0, nb)
 		// [rows, K]ᵀ·[rows, f] -> [K, f], accumulated over chunks
-		mm(dfilter, cols, dy[n0*per*f:(n0*per+rows)*f], k, f, rows, true, false, true)
+		mm(p, dfilter, cols, dy[n0*per*f:(n0*per+rows)*f], k, f, rows, true, false, true)
 	}
 	return dfilter
 }

@@ -20,6 +20,28 @@
 //     dst may be the same slice as an input, which computes in place. The
 //     data-movement kernels (Transpose, Slice, Concat, Gather, ...) need dst
 //     disjoint from their inputs.
+//   - Pool: the threads a kernel splits its work over and the packing
+//     memory of its products (workers.go): worker goroutines, a thread
+//     count, the spin-then-park hand-off and the call in progress of each
+//     kind. The kernels that split work (the float32 products Sgemm,
+//     MatMul and MatMulBF16, the convolutions and their bfloat16 versions,
+//     max pooling and its gradients, ReluGrad, SumRows and ReduceSum on
+//     large float32 inputs, Moments, attention, Parallel) take the pool as
+//     their first argument in their On versions (MatMulOn(p, dst, a, b,
+//     ...)), the destination next. Two pools share no mutable state; calls
+//     on one pool from several goroutines run one after another. NewPool
+//     starts a pool's workers and Close stops them.
+//   - Scratch: packing memory for a pool's products that the caller
+//     reserves and charges to its own ledger, one region per thread
+//     (scratch.go); Pool.SetScratch gives it to the pool. A product whose
+//     blocks it does not hold packs into buffers of the thread's own on the
+//     Go heap instead, and Pool.ScratchMisses counts it.
+//   - Default pool: one pool made with the package, whose threads
+//     (GOMAXPROCS, or SetThreads) start at first use, behind the
+//     package-level kernels (MatMul, Conv2D, Parallel, ...; default.go): the
+//     convenience for tests, tools and one-off calls. Engines do not use
+//     it; SetThreads, Threads, UseScratch, ReleaseScratch,
+//     InstalledScratch and ScratchMisses configure it and are deprecated.
 //   - Bad data is not a programmer error: labels and indices come from data,
 //     so SoftmaxCrossEntropy, Gather, ScatterAdd and OneHot report or absorb
 //     an out-of-range value instead of panicking. Mismatched lengths or
@@ -35,17 +57,28 @@
 // In the life of a step, kernels sit at the bottom: the compiler has already
 // planned every buffer, and the runtime's executor calls one kernel per
 // instruction with slices of its arena. Nothing here knows about graphs,
-// ledgers or devices.
+// ledgers or devices. The pool comes from the backend: the CPU backend
+// owns one Pool per engine, made with the engine and sized by its thread
+// setting; when a plan is bound, the backend carves the plan's scratch
+// span (on the engine's ledger, sized with PackFloats and ConvPackFloats
+// for the plan's threads) into a Scratch, which the program gives its pool
+// when it runs (Pool.SetScratch) and takes back when it is closed
+// (Pool.ReleaseScratch); every instruction of a step runs its kernel on
+// that pool; and closing the engine closes the pool. So a trainer and a
+// predictor in one process each run on their own threads and pack into
+// their own memory. (Until the backend makes that move, it calls the
+// package-level kernels and installs its Scratch on the default pool with
+// UseScratch.)
 //
 // Fast versions: the plain loops are the reference. float32 MatMul runs
 // Sgemm (BLIS-style packing, a register-blocked AVX-512 or AVX2 micro-kernel
-// in Go assembly generated with avo from internal/gen, a persistent worker
-// pool; MatMulRef keeps the loop), and the hot float32 elementwise loops
+// in Go assembly generated with avo from internal/gen, the persistent
+// threads of a Pool; MatMulRef keeps the loop), and the hot float32 elementwise loops
 // run AVX2 assembly from internal/genelem for whole blocks of 32 elements.
 // Max pooling, col2im and the column sums of SumRows run AVX-512 assembly
 // from internal/genwindow (window_amd64.s) where the CPU has it, and the
 // convolution, pooling and large elementwise kernels split their work over
-// Sgemm's worker pool as jobs (jobs.go; Parallel for callers' loops).
+// the same Pool as jobs (jobs.go; ParallelOn for callers' loops).
 // Assembly is chosen at start-up from the CPU's features (x/sys/cpu) and is
 // left out with -tags purego. A fast version must pass the shared suite in
 // package kernels/kerneltest, which compares it with the reference on

@@ -107,16 +107,17 @@ func Fill[T any](dst []T, v T) []T {
 	return dst
 }
 
-// ReluGrad sets dst[i] = g[i] where x[i] > 0 and 0 elsewhere (the gradient
-// of Relu at 0 is taken as 0), and returns dst. x is Relu's input (its output
-// gives the same mask).
-func ReluGrad[T Float](dst, x, g []T) []T {
+// ReluGradOn sets dst[i] = g[i] where x[i] > 0 and 0 elsewhere (the
+// gradient of Relu at 0 is taken as 0), and returns dst. x is Relu's input
+// (its output gives the same mask). A large float32 call splits over pool
+// p's threads.
+func ReluGradOn[T Float](p *Pool, dst, x, g []T) []T {
 	checkLen("ReluGrad", "x", len(x), len(dst))
 	checkLen("ReluGrad", "g", len(g), len(dst))
 	x, g = x[:len(dst)], g[:len(dst)]
 	i := 0
 	if d32, ok := any(dst).([]float32); ok {
-		i = reluGradJob(d32, any(x).([]float32), any(g).([]float32))
+		i = reluGradJob(p, d32, any(x).([]float32), any(g).([]float32))
 	}
 	if i == 0 {
 		i = reluGradSIMD(dst, x, g)

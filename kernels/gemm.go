@@ -35,7 +35,8 @@ package kernels
 // smaller one), at multiples of MR or NR, with at least gemmMinFlops of work
 // each. Every thread runs the loops above on its region with its own packing
 // buffers, so threads share nothing but the operands and never wait for each
-// other inside a product; the threads are the persistent pool of workers.go.
+// other inside a product; the threads are those of the Pool the product is
+// given (workers.go), started once.
 //
 // float64 is not here: MatMul[float64] runs on the reference loops.
 
@@ -107,23 +108,23 @@ var gemmBlockOverride *gemmBlocking
 // one core, several times the cost of handing a region to a worker.
 var gemmMinFlops = float64(2 << 20)
 
-// Sgemm sets dst = op(a)·op(b), or adds it to dst when accumulate is set, in
-// float32, and returns dst. It is MatMul's float32 path (see MatMul for the
-// layouts):
+// SgemmOn sets dst = op(a)·op(b), or adds it to dst when accumulate is
+// set, in float32, on pool p, and returns dst. It is MatMul's float32 path
+// (see MatMul for the layouts):
 //
 //	dst:   [m, n]
 //	op(a): [m, k]; a is stored [m, k] row-major, or [k, m] when transA
 //	op(b): [k, n]; b is stored [k, n], or [n, k] when transB
 //
-// dst must not overlap a or b. The product runs on the worker pool
-// (SetThreads); calls from several goroutines are safe and are run one after
-// another. After the first call Sgemm allocates nothing; its packing buffers
-// are GemmWorkspaceBytes. Products are summed in float32 in blocks, so results
-// differ from MatMulRef's by rounding only. It panics if a size is negative or
-// a length does not match.
-func Sgemm(dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) []float32 {
+// dst must not overlap a or b. The product is split over p's threads and
+// packs into p's Scratch (or the threads' own buffers, GemmWorkspaceBytes);
+// calls on p from several goroutines are safe and are run one after
+// another. After the first call it allocates nothing. Products are summed
+// in float32 in blocks, so results differ from MatMulRef's by rounding
+// only. It panics if a size is negative or a length does not match.
+func SgemmOn(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) []float32 {
 	checkMatMul("Sgemm", len(dst), len(a), len(b), m, n, k)
-	sgemm(dst, a, b, m, n, k, transA, transB, accumulate)
+	sgemm(p, dst, a, b, m, n, k, transA, transB, accumulate)
 	return dst
 }
 
@@ -137,8 +138,8 @@ func checkMatMul(fn string, dst, a, b, m, n, k int) {
 	checkLen(fn, "dst", dst, m*n)
 }
 
-// sgemm is Sgemm after the checks.
-func sgemm(dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
+// sgemm is SgemmOn after the checks.
+func sgemm(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -160,7 +161,7 @@ func sgemm(dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
 	if gemmBlockOverride != nil {
 		blk = *gemmBlockOverride
 	}
-	workers.run(gemmCall{
+	p.run(gemmCall{
 		tier: tier, blk: blk,
 		dst: dst, a: a, b: b, m: m, n: n, k: k,
 		transA: transA, transB: transB, accumulate: accumulate,

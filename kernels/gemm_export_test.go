@@ -42,7 +42,7 @@ func UseMatMulRef() (restore func()) {
 	return func() { matmulFast = true }
 }
 
-// UseThreads sets the pool's thread count.
+// UseThreads sets the default pool's thread count.
 func UseThreads(n int) (restore func()) {
 	old := Threads()
 	SetThreads(n)

@@ -52,10 +52,10 @@ func BenchmarkSgemmTier(b *testing.B) {
 			old := gemmActive
 			gemmActive = t
 			defer func() { gemmActive = old }()
-			SetThreads(1)
-			defer SetThreads(0)
+			p := NewPool(1)
+			defer p.Close()
 			for b.Loop() {
-				sgemm(z, x, y, n, n, n, false, false, false)
+				sgemm(p, z, x, y, n, n, n, false, false, false)
 			}
 			b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -12,31 +12,33 @@ import (
 	"github.com/headroom-ml/headroom/kernels/kerneltest"
 )
 
-// forEachConfig runs f for every micro-kernel tier this CPU has, on 1 and 2
-// threads. On 2, every product is split, however small.
-func forEachConfig(t *testing.T, f func(t *testing.T)) {
+// forEachConfig runs f for every micro-kernel tier this CPU has, on a
+// Pool of its own of 1 and of 3 threads. On 3, every product is split,
+// however small.
+func forEachConfig(t *testing.T, f func(t *testing.T, p *kernels.Pool)) {
 	defer kernels.WithoutExternalSgemm()()
 	defer kernels.SplitAlways()()
 	for _, tier := range kernels.GemmTierNames() {
-		for _, threads := range []int{1, 2} {
+		for _, threads := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/%dT", tier, threads), func(t *testing.T) {
 				defer kernels.UseGemmTier(tier)()
-				defer kernels.UseThreads(threads)()
-				f(t)
+				p := kernels.NewPool(threads)
+				defer p.Close()
+				f(t, p)
 			})
 		}
 	}
 }
 
 // TestSgemmSuite runs the shared suite on Sgemm as MatMul, against the
-// reference loops, on every tier and 1 and 2 threads: odd sizes (1, 7, 33,
+// reference loops, on every tier and pools of 1 and 3 threads: odd sizes (1, 7, 33,
 // 1023), all transpose variants, with and without accumulate, the IEEE
 // cases the packing must not hide (0·Inf, NaN in dst, k = 0, an Inf in an
 // edge tile's row), guards around dst, and no allocation.
 func TestSgemmSuite(t *testing.T) {
 	defer kernels.UseMatMulRef()()
-	forEachConfig(t, func(t *testing.T) {
-		kerneltest.Run(t, kerneltest.Impl{Name: "sgemm", MatMul: kernels.Sgemm})
+	forEachConfig(t, func(t *testing.T, p *kernels.Pool) {
+		kerneltest.Run(t, kerneltest.Impl{Name: "sgemm", Threads: p.Threads(), MatMul: sgemmOn(p)})
 	})
 }
 
@@ -49,11 +51,15 @@ func randSlice(r *rand.Rand, n int) []float32 {
 }
 
 // checkSgemm runs the shared suite's check of one product (kerneltest's sum
-// rule against MatMulRef, guards, unchanged inputs) on Sgemm, with operands
-// drawn from r.
-func checkSgemm(t *testing.T, r *rand.Rand, m, n, k int, ta, tb, acc bool) {
+// rule against MatMulRef, guards, unchanged inputs) on Sgemm on p (nil: the
+// default pool), with operands drawn from r.
+func checkSgemm(t *testing.T, p *kernels.Pool, r *rand.Rand, m, n, k int, ta, tb, acc bool) {
 	t.Helper()
-	kerneltest.CheckMatMul(t, kernels.Sgemm, m, n, k, ta, tb, acc, r.Uint64())
+	mm := kernels.Sgemm
+	if p != nil {
+		mm = sgemmOn(p)
+	}
+	kerneltest.CheckMatMul(t, mm, m, n, k, ta, tb, acc, r.Uint64())
 }
 
 // TestSgemmRandom compares Sgemm with MatMulRef on random shapes, every
@@ -61,14 +67,14 @@ func checkSgemm(t *testing.T, r *rand.Rand, m, n, k int, ta, tb, acc bool) {
 // loop (several A panels, K blocks and B blocks per thread, edge tiles in
 // both directions) runs, and on a few shapes with the real blocking.
 func TestSgemmRandom(t *testing.T) {
-	forEachConfig(t, func(t *testing.T) {
+	forEachConfig(t, func(t *testing.T, p *kernels.Pool) {
 		r := rand.New(rand.NewPCG(7, 7))
 		t.Run("small blocks", func(t *testing.T) {
 			defer kernels.UseGemmBlocking(16, 24, 64)()
 			for range 12 {
 				m, n, k := 1+r.IntN(70), 1+r.IntN(150), 1+r.IntN(50)
 				for _, v := range variants {
-					checkSgemm(t, r, m, n, k, v.ta, v.tb, v.acc)
+					checkSgemm(t, p, r, m, n, k, v.ta, v.tb, v.acc)
 				}
 			}
 		})
@@ -79,7 +85,7 @@ func TestSgemmRandom(t *testing.T) {
 			}
 			for _, s := range shapes {
 				v := variants[r.IntN(len(variants))]
-				checkSgemm(t, r, s[0], s[1], s[2], v.ta, v.tb, v.acc)
+				checkSgemm(t, p, r, s[0], s[1], s[2], v.ta, v.tb, v.acc)
 			}
 		})
 	})
@@ -97,14 +103,22 @@ var variants = func() (v []struct{ ta, tb, acc bool }) {
 }()
 
 // TestSgemmNoAllocs checks that a 512³ product allocates nothing after the
-// first call, on 1 and 2 threads and every tier.
+// first call, on pools of 1 and 3 threads and every tier, and on the
+// default pool.
 func TestSgemmNoAllocs(t *testing.T) {
 	n := 512
 	if raceEnabled {
 		n = 64
 	}
 	a, b, dst := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
-	forEachConfig(t, func(t *testing.T) {
+	forEachConfig(t, func(t *testing.T, p *kernels.Pool) {
+		for _, v := range variants[:4] {
+			if allocs := testing.AllocsPerRun(2, func() { kernels.SgemmOn(p, dst, a, b, n, n, n, v.ta, v.tb, v.acc) }); allocs != 0 {
+				t.Errorf("transA=%v transB=%v: %v allocations per call, want 0", v.ta, v.tb, allocs)
+			}
+		}
+	})
+	t.Run("default", func(t *testing.T) {
 		for _, v := range variants[:4] {
 			if allocs := testing.AllocsPerRun(2, func() { kernels.Sgemm(dst, a, b, n, n, n, v.ta, v.tb, v.acc) }); allocs != 0 {
 				t.Errorf("transA=%v transB=%v: %v allocations per call, want 0", v.ta, v.tb, allocs)
@@ -164,9 +178,9 @@ func TestSetThreads(t *testing.T) {
 			t.Errorf("GemmWorkspaceBytes on %d threads: got %d, want %d", n, got, int64(n)*one)
 		}
 		r := rand.New(rand.NewPCG(1, uint64(n)))
-		checkSgemm(t, r, 50, 300, 20, false, false, true)
+		checkSgemm(t, nil, r, 50, 300, 20, false, false, true)
 		time.Sleep(2 * time.Millisecond) // workers park
-		checkSgemm(t, r, 50, 300, 20, true, false, false)
+		checkSgemm(t, nil, r, 50, 300, 20, true, false, false)
 	}
 }
 
@@ -187,6 +201,6 @@ func FuzzSgemm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, m, n, k, flags uint8, seed uint64) {
 		defer kernels.WithoutExternalSgemm()()
 		r := rand.New(rand.NewPCG(seed, 0))
-		checkSgemm(t, r, int(m%81), int(n%81), int(k%81), flags&1 != 0, flags&2 != 0, flags&4 != 0)
+		checkSgemm(t, nil, r, int(m%81), int(n%81), int(k%81), flags&1 != 0, flags&2 != 0, flags&4 != 0)
 	})
 }

@@ -4,9 +4,9 @@ import "unsafe"
 
 // The data-movement parts of convolution and max pooling (im2col, col2im,
 // the pooling loops) work image by image, so a batch splits in two with no
-// shared writes: the two halves run as a job on the Sgemm worker pool
-// (jobs.go), the calling goroutine taking one. Tasks are values in the one
-// job in flight, so a split allocates nothing.
+// shared writes: the two halves run as a job on a Pool (jobs.go), the
+// calling goroutine taking one. Tasks are values in the pool's one job in
+// flight, so a split allocates nothing.
 
 type imageKind uint8
 
@@ -38,12 +38,13 @@ func (t *imageTask) run() {
 // halfMin is the smallest amount of work, in elements moved, worth a split.
 const halfMin = 1 << 15
 
-// inHalves runs kind over images [n0, n0+nb): in two halves at once when
-// more than one thread is allowed and the work is large enough, else here.
+// inHalves runs kind over images [n0, n0+nb): in two halves at once on
+// pool p when it has more than one thread and the work is large enough,
+// else here.
 // s holds the kernel's operands (for im2col, cols first; for col2im, cols
 // second), whose image-ordered rows it offsets per half.
-func inHalves[T Float](kind imageKind, s [3][]T, g ConvGeom, n0, nb int) {
-	if nb < 2 || Threads() < 2 || nb*g.H*g.W*g.C < halfMin {
+func inHalves[T Float](p *Pool, kind imageKind, s [3][]T, g ConvGeom, n0, nb int) {
+	if nb < 2 || p.Threads() < 2 || nb*g.H*g.W*g.C < halfMin {
 		runImages(kind, s, g, n0, nb)
 		return
 	}
@@ -58,16 +59,16 @@ func inHalves[T Float](kind imageKind, s [3][]T, g ConvGeom, n0, nb int) {
 	case taskCol2im:
 		second[1] = s[1][rows:]
 	}
-	if !jobs.mu.TryLock() {
+	if !p.calls.jobMu.TryLock() {
 		runImages(kind, s, g, n0, nb)
 		return
 	}
-	defer jobs.mu.Unlock()
-	j := &jobs.job
+	defer p.calls.jobMu.Unlock()
+	j := &p.calls.job
 	*j = poolJob{kind: jobImages}
 	j.halves[0] = imageTaskOf(kind, s, g, n0, half)
 	j.halves[1] = imageTaskOf(kind, second, g, n0+half, nb-half)
-	workers.runJob(j, 2)
+	p.runJob(j, 2)
 	*j = poolJob{} // drop the caller's slices
 }
 

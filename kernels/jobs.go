@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// Jobs: work other than a single product that runs on the Sgemm worker pool
+// Jobs: work other than a single product that runs on a Pool's threads
 // (workers.go), so that the convolution and pooling kernels share its
 // threads, and its spinning hand-off, with the products around them.
 //
@@ -29,7 +29,7 @@ import (
 //   - jobReluGrad, jobSumRows: ReluGrad in float32 by ranges of elements,
 //     SumRows in float32 by blocks of sixteen columns (each column summed
 //     over every row in order, as on one thread).
-//   - jobFunc: the parts of a caller's function (Parallel).
+//   - jobFunc: the parts of a caller's function (ParallelOn).
 //
 // A region's results do not depend on the thread or slot that computes it,
 // nor on the number of threads: every output element sees the same
@@ -54,8 +54,8 @@ const (
 // convolutions were flat from 128 KiB to 4 MiB.)
 const convRegionBytes = 256 << 10
 
-// poolJob is one job. The caller fills it (holding jobs.mu) and passes it
-// to workers.runJob.
+// poolJob is one job. The caller fills it (holding its pool's
+// calls.jobMu) and passes it to the pool's runJob.
 type poolJob struct {
 	kind     jobKind
 	maxSlots int          // slots the workspace holds (0: no slots needed)
@@ -86,13 +86,32 @@ type poolJob struct {
 	blk  gemmBlocking
 }
 
-// jobs holds the one job in flight; mu is held from filling it to the end
-// of runJob, so callers on other goroutines wait. The small jobs
-// (elementwise, Parallel) only try it and run on their own goroutine when
-// it is held, so that a call made from inside a job's part cannot deadlock.
-var jobs struct {
-	mu  sync.Mutex
-	job poolJob
+// poolCalls holds a Pool's calls in progress, one of each kind at a time,
+// so that handing one to the pool's threads allocates nothing. The job in
+// flight (job, guarded by jobMu) is held from filling it to the end of
+// runJob, so callers on other goroutines wait; the small jobs
+// (elementwise, ParallelOn) only try jobMu and run on their own goroutine
+// when it is held, so that a call made from inside a job's part cannot
+// deadlock. The others are the operands of the kernels that split their
+// work with ParallelOn (attention, the depthwise and direct convolutions,
+// Moments), each guarded by its own mutex.
+type poolCalls struct {
+	jobMu sync.Mutex
+	job   poolJob
+
+	attnMu sync.Mutex
+	attn   attnState // attention_tiled.go
+
+	dwMu sync.Mutex
+	dw32 dwJob[float32] // vision_conv.go
+	dw64 dwJob[float64]
+
+	directMu sync.Mutex
+	direct   directJob // vision_direct.go
+
+	momentsMu sync.Mutex
+	moments32 momentsJob[float32] // vision_ops.go
+	moments64 momentsJob[float64]
 }
 
 // part computes region r of j with the packing buffers ws and scratch slot.
@@ -259,19 +278,19 @@ func convRegions(unit, lenWork int) (per, slots int) {
 
 // conv2DJob is Conv2D in float32 as a jobConv (with bf16, its products on
 // bfloat16 operands), or false if products run elsewhere.
-func conv2DJob(dst, x, filter, work []float32, g ConvGeom, f int, bf16 bool) bool {
+func conv2DJob(p *Pool, dst, x, filter, work []float32, g ConvGeom, f int, bf16 bool) bool {
 	tier, blk, ok := gemmSetup(f, bf16)
 	if !ok {
 		return false
 	}
 	k := g.KH * g.KW * g.C
 	per, slots := convRegions(g.OW*k, len(work))
-	jobs.mu.Lock()
-	defer jobs.mu.Unlock()
-	j := &jobs.job
+	p.calls.jobMu.Lock()
+	defer p.calls.jobMu.Unlock()
+	j := &p.calls.job
 	*j = poolJob{kind: jobConv, maxSlots: slots, x: x, filter: filter, y: dst, work: work,
 		g: g, f: f, per: per, slot: per * g.OW * k, tier: tier, blk: blk, bf16: bf16}
-	workers.runJob(j, ceilDiv(g.N*g.OH, per))
+	p.runJob(j, ceilDiv(g.N*g.OH, per))
 	*j = poolJob{} // drop the caller's slices
 	return true
 }
@@ -279,19 +298,19 @@ func conv2DJob(dst, x, filter, work []float32, g ConvGeom, f int, bf16 bool) boo
 // conv2DInputJob is Conv2DBackpropInput in float32 as a jobConvInput (with
 // bf16, its products on bfloat16 operands), or false if products run
 // elsewhere.
-func conv2DInputJob(dx, dy, filter, work []float32, g ConvGeom, f int, bf16 bool) bool {
+func conv2DInputJob(p *Pool, dx, dy, filter, work []float32, g ConvGeom, f int, bf16 bool) bool {
 	k := g.KH * g.KW * g.C
 	tier, blk, ok := gemmSetup(k, bf16)
 	if !ok {
 		return false
 	}
 	per, slots := convRegions(g.OH*g.OW*k, len(work))
-	jobs.mu.Lock()
-	defer jobs.mu.Unlock()
-	j := &jobs.job
+	p.calls.jobMu.Lock()
+	defer p.calls.jobMu.Unlock()
+	j := &p.calls.job
 	*j = poolJob{kind: jobConvInput, maxSlots: slots, x: dy, filter: filter, y: dx, work: work,
 		g: g, f: f, per: per, slot: per * g.OH * g.OW * k, tier: tier, blk: blk}
-	workers.runJob(j, ceilDiv(g.N, per))
+	p.runJob(j, ceilDiv(g.N, per))
 	*j = poolJob{}
 	return true
 }
@@ -299,7 +318,7 @@ func conv2DInputJob(dx, dy, filter, work []float32, g ConvGeom, f int, bf16 bool
 // conv2DFilterJob is Conv2DBackpropFilter in float32 as a jobConvFilter
 // (with bf16, its products on bfloat16 operands), or false if products run
 // elsewhere.
-func conv2DFilterJob(dfilter, x, dy, work []float32, g ConvGeom, f int, bf16 bool) bool {
+func conv2DFilterJob(p *Pool, dfilter, x, dy, work []float32, g ConvGeom, f int, bf16 bool) bool {
 	k := g.KH * g.KW * g.C
 	tier, blk, ok := gemmSetup(f, bf16)
 	if !ok {
@@ -327,15 +346,15 @@ func conv2DFilterJob(dfilter, x, dy, work []float32, g ConvGeom, f int, bf16 boo
 	if groups > 1 {
 		per = min(per, ceilDiv(g.N*g.OH, groups)) // a chunk for each group at least
 	}
-	regions := max(1, min(ceilDiv(Threads(), groups), ceilDiv(k, tier.mr)))
-	jobs.mu.Lock()
-	defer jobs.mu.Unlock()
-	j := &jobs.job
+	regions := max(1, min(ceilDiv(p.Threads(), groups), ceilDiv(k, tier.mr)))
+	p.calls.jobMu.Lock()
+	defer p.calls.jobMu.Unlock()
+	j := &p.calls.job
 	// x is the input, filter holds dy, y is dfilter
 	*j = poolJob{kind: jobConvFilter, maxSlots: slots, x: x, filter: dy, y: dfilter, work: work,
 		g: g, f: f, per: per, slot: per * g.OW * k, regions: regions, groups: groups, partial: partial,
 		packT: packT, tier: tier, blk: blk}
-	workers.runJob(j, regions*groups)
+	p.runJob(j, regions*groups)
 	*j = poolJob{}
 	for gr := 1; gr < groups; gr++ {
 		for i, v := range partial[(gr-1)*k*f : gr*k*f] {
@@ -352,35 +371,35 @@ var packFromImage = true
 // parallelMin is the least number of elements an elementwise job splits.
 const parallelMin = 1 << 16
 
-// reluGradJob computes ReluGrad over the whole SIMD blocks of dst on the
-// pool and returns how many elements it did (0: none, the caller does all).
-func reluGradJob(dst, x, g []float32) int {
+// reluGradJob computes ReluGrad over the whole SIMD blocks of dst on pool
+// p and returns how many elements it did (0: none, the caller does all).
+func reluGradJob(p *Pool, dst, x, g []float32) int {
 	n := len(dst) &^ (simdBlock - 1)
-	if n < parallelMin || !simdF32 || Threads() < 2 || !jobs.mu.TryLock() {
+	if n < parallelMin || !simdF32 || p.Threads() < 2 || !p.calls.jobMu.TryLock() {
 		return 0
 	}
-	defer jobs.mu.Unlock()
-	j := &jobs.job
+	defer p.calls.jobMu.Unlock()
+	j := &p.calls.job
 	*j = poolJob{kind: jobReluGrad, y: dst[:n], x: x[:n], filter: g[:n], regions: 2}
-	workers.runJob(j, 2)
+	p.runJob(j, 2)
 	*j = poolJob{}
 	return n
 }
 
 // sumRowsFast sets dst to SumRows(x) ([rows, cols]) with the assembly
-// column sums, on the pool when the matrix is large, and returns true; or
+// column sums, on pool p when the matrix is large, and returns true; or
 // returns false, doing nothing, where the assembly does not run.
-func sumRowsFast(dst, x []float32, rows, cols int) bool {
+func sumRowsFast(p *Pool, dst, x []float32, rows, cols int) bool {
 	c16 := cols &^ 15
 	if c16 == 0 || rows == 0 || !simdPool {
 		return false
 	}
-	if rows*cols >= parallelMin && c16 >= 32 && Threads() >= 2 && jobs.mu.TryLock() {
-		j := &jobs.job
+	if rows*cols >= parallelMin && c16 >= 32 && p.Threads() >= 2 && p.calls.jobMu.TryLock() {
+		j := &p.calls.job
 		*j = poolJob{kind: jobSumRows, y: dst, x: x, per: rows, f: cols, regions: 2}
-		workers.runJob(j, 2)
+		p.runJob(j, 2)
 		*j = poolJob{}
-		jobs.mu.Unlock()
+		p.calls.jobMu.Unlock()
 	} else {
 		sumColsSIMD(dst, x, rows, cols, c16/16)
 	}
@@ -397,28 +416,28 @@ func sumRowsFast(dst, x []float32, rows, cols int) bool {
 	return true
 }
 
-// Parallel calls fn(arg, p) for every part p < parts on the Sgemm worker
-// pool, the calling goroutine taking parts too, and returns when every call
-// has returned; parts run at once on different threads, in no set order.
+// ParallelOn calls fn(arg, part) for every part < parts on pool p, the
+// calling goroutine taking parts too, and returns when every call has
+// returned; parts run at once on different threads, in no set order.
 // Handing a part to a spinning pool thread takes about a microsecond, and
-// the call allocates nothing when arg holds a pointer. Where the pool is
-// busy with another caller's job, or has one thread, the calls run here, in
-// order. fn must not call Parallel, MatMul or the convolutions (their
+// the call allocates nothing when arg holds a pointer. Where p is busy with
+// another caller's job, or has one thread, the calls run here, in order.
+// fn must not call ParallelOn, MatMulOn or the convolutions on p (their
 // products would wait for the pool); the elementwise kernels are fine. It
 // panics if parts exceeds 65535.
-func Parallel(parts int, fn func(arg any, part int), arg any) {
+func ParallelOn(p *Pool, parts int, fn func(arg any, part int), arg any) {
 	if parts > 0xffff {
 		panicf("Parallel: %d parts, want at most 65535", parts)
 	}
-	if parts < 2 || Threads() < 2 || !jobs.mu.TryLock() {
-		for p := 0; p < parts; p++ {
-			fn(arg, p)
+	if parts < 2 || p.Threads() < 2 || !p.calls.jobMu.TryLock() {
+		for i := 0; i < parts; i++ {
+			fn(arg, i)
 		}
 		return
 	}
-	defer jobs.mu.Unlock()
-	j := &jobs.job
+	defer p.calls.jobMu.Unlock()
+	j := &p.calls.job
 	*j = poolJob{kind: jobFunc, fn: fn, arg: arg}
-	workers.runJob(j, parts)
+	p.runJob(j, parts)
 	*j = poolJob{}
 }

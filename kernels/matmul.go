@@ -2,22 +2,23 @@ package kernels
 
 import "unsafe"
 
-// MatMul sets dst = op(a)·op(b), or adds it to dst when accumulate is set, and
-// returns dst.
+// MatMulOn sets dst = op(a)·op(b), or adds it to dst when accumulate is
+// set, and returns dst.
 //
 //	dst:   [m, n]
 //	op(a): [m, k]; a is stored [m, k] row-major, or [k, m] when transA
 //	op(b): [k, n]; b is stored [k, n], or [n, k] when transB
 //
 // dst must not overlap a or b. float32 (and types defined on it) runs on
-// Sgemm: packed, cache-blocked, assembly micro-kernels on the worker pool
-// (gemm.go). float64 runs on the reference loops of MatMulRef. It panics if a
-// size is negative or a length does not match.
-func MatMul[T Float](dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T {
+// SgemmOn: packed, cache-blocked, assembly micro-kernels on pool p's
+// threads (gemm.go). float64 runs on the reference loops of MatMulRef on
+// the calling goroutine. It panics if a size is negative or a length does
+// not match.
+func MatMulOn[T Float](p *Pool, dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T {
 	checkMatMul("MatMul", len(dst), len(a), len(b), m, n, k)
 	var zero T
 	if unsafe.Sizeof(zero) == 4 && matmulFast {
-		sgemm(float32s(dst), float32s(a), float32s(b), m, n, k, transA, transB, accumulate)
+		sgemm(p, float32s(dst), float32s(a), float32s(b), m, n, k, transA, transB, accumulate)
 		return dst
 	}
 	matmulRef(dst, a, b, m, n, k, transA, transB, accumulate)

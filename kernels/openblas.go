@@ -8,7 +8,8 @@ import "github.com/headroom-ml/headroom/kernels/internal/openblas"
 // cblas_sgemm, for side-by-side comparison with the kernels here. It needs
 // cgo and Debian's libopenblas-dev; the default build never uses it.
 // OpenBLAS runs on its own threads (OPENBLAS_NUM_THREADS or
-// SetOpenBLASThreads), not on the pool of SetThreads.
+// SetOpenBLASThreads), not on the Pool a product is given, for every pool
+// of the process.
 
 func init() { sgemmExternal = openblas.Sgemm }
 

@@ -41,15 +41,16 @@ func argmaxWindow[T Float](img []T, g ConvGeom, h0, h1, w0, w1, c int) int {
 	return best
 }
 
-// MaxPool2D sets dst to the maximum of x over each window and returns dst.
+// MaxPool2DOn sets dst to the maximum of x over each window, on pool p (two
+// halves of a large batch at once), and returns dst.
 //
 //	x: [N, H, W, C], dst: [N, OH, OW, C]
 //
 // Padding cells are never selected; a NaN in a window gives NaN. It panics if
 // g is invalid or a length does not match.
-func MaxPool2D[T Float](dst, x []T, g ConvGeom) []T {
+func MaxPool2DOn[T Float](p *Pool, dst, x []T, g ConvGeom) []T {
 	g.checkPool("MaxPool2D", "x", len(x), "dst", len(dst))
-	inHalves(taskMaxPool, [3][]T{dst, x}, g, 0, g.N)
+	inHalves(p, taskMaxPool, [3][]T{dst, x}, g, 0, g.N)
 	return dst
 }
 
@@ -113,38 +114,40 @@ func maxPoolImages[T Float](dst, x []T, g ConvGeom, n0, nb int) {
 	}
 }
 
-// MaxPool2DGrad sets dx to the gradient of Σ dy·MaxPool2D(x) with respect to
-// x and returns dx: each dy element goes to the cell MaxPool2D selected in its
-// window (the first maximum in row-major window order on ties), and cells
-// selected by several overlapping windows receive the sum.
+// MaxPool2DGradOn sets dx to the gradient of Σ dy·MaxPool2D(x) with
+// respect to x, on pool p, and returns dx: each dy element goes to the cell
+// MaxPool2D selected in its window (the first maximum in row-major window
+// order on ties), and cells selected by several overlapping windows
+// receive the sum.
 //
 //	x: [N, H, W, C], dy: [N, OH, OW, C], dx: [N, H, W, C] (overwritten)
 //
 // dx must not overlap x or dy. It panics if g is invalid or a length does not
 // match.
-func MaxPool2DGrad[T Float](dx, x, dy []T, g ConvGeom) []T {
+func MaxPool2DGradOn[T Float](p *Pool, dx, x, dy []T, g ConvGeom) []T {
 	const fn = "MaxPool2DGrad"
 	g.checkPool(fn, "x", len(x), "dy", len(dy))
 	checkLen(fn, "dx", len(dx), len(x))
-	inHalves(taskMaxPoolGrad, [3][]T{dx, x, dy}, g, 0, g.N)
+	inHalves(p, taskMaxPoolGrad, [3][]T{dx, x, dy}, g, 0, g.N)
 	return dx
 }
 
-// MaxPool2DReluGrad sets dx to ReluGrad(x, MaxPool2DGrad(x, dy)) and
-// returns dx: the gradient through a max pool whose input x is the output of
-// a relu, on to the relu's input, in one pass. Each dy element goes to the
-// cell MaxPool2DGrad routes it to when that cell's value is above 0; every
-// other cell is 0. The bits are those of the two kernels in turn.
+// MaxPool2DReluGradOn sets dx to ReluGrad(x, MaxPool2DGrad(x, dy)), on
+// pool p, and returns dx: the gradient through a max pool whose input x is
+// the output of a relu, on to the relu's input, in one pass. Each dy
+// element goes to the cell MaxPool2DGrad routes it to when that cell's
+// value is above 0; every other cell is 0. The bits are those of the two
+// kernels in turn.
 //
 //	x: [N, H, W, C] (relu output), dy: [N, OH, OW, C], dx: [N, H, W, C] (overwritten)
 //
 // dx must not overlap x or dy. It panics if g is invalid or a length does not
 // match.
-func MaxPool2DReluGrad[T Float](dx, x, dy []T, g ConvGeom) []T {
+func MaxPool2DReluGradOn[T Float](p *Pool, dx, x, dy []T, g ConvGeom) []T {
 	const fn = "MaxPool2DReluGrad"
 	g.checkPool(fn, "x", len(x), "dy", len(dy))
 	checkLen(fn, "dx", len(dx), len(x))
-	inHalves(taskMaxPoolReluGrad, [3][]T{dx, x, dy}, g, 0, g.N)
+	inHalves(p, taskMaxPoolReluGrad, [3][]T{dx, x, dy}, g, 0, g.N)
 	return dx
 }
 

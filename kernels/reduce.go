@@ -36,11 +36,11 @@ func checkReduce(fn string, dstLen, xLen int, xShape, dstStrides []int) int {
 	return n
 }
 
-// ReduceSum sets dst to the sum of x over the axes where dstStrides is 0 and
-// returns dst. Summing a whole run of x into one element accumulates in
-// float64; summing rows into a vector (SumRows) accumulates in T. An empty
-// reduction gives 0.
-func ReduceSum[T Float](dst, x []T, xShape, dstStrides []int) []T {
+// ReduceSumOn sets dst to the sum of x over the axes where dstStrides is 0
+// and returns dst. Summing a whole run of x into one element accumulates
+// in float64; summing rows into a vector (SumRowsOn, on pool p)
+// accumulates in T. An empty reduction gives 0.
+func ReduceSumOn[T Float](p *Pool, dst, x []T, xShape, dstStrides []int) []T {
 	const fn = "ReduceSum"
 	n := checkReduce(fn, len(dst), len(x), xShape, dstStrides)
 	clear(dst)
@@ -50,7 +50,7 @@ func ReduceSum[T Float](dst, x []T, xShape, dstStrides []int) []T {
 	w := newWalk(xShape, 2, [maxOps][]int{nil, dstStrides})
 	in, sd := w.inner(), w.stride(1)
 	if w.nd == 2 && sd == 1 && w.st[1][0] == 0 {
-		return SumRows(dst, x, w.shape[0], in) // [rows, cols] -> [cols]: the bias gradient
+		return SumRowsOn(p, dst, x, w.shape[0], in) // [rows, cols] -> [cols]: the bias gradient
 	}
 	var idx [tensor.MaxRank]int
 	var off [maxOps]int
@@ -111,16 +111,18 @@ func ReduceMax[T Float](dst, x []T, xShape, dstStrides []int) []T {
 	return dst
 }
 
-// SumRows sets dst[c] = Σ_r x[r, c] for x [rows, cols] and dst [cols], and
-// returns dst: the gradient of a bias broadcast over rows. dst is overwritten.
-func SumRows[T Float](dst, x []T, rows, cols int) []T {
+// SumRowsOn sets dst[c] = Σ_r x[r, c] for x [rows, cols] and dst [cols],
+// and returns dst: the gradient of a bias broadcast over rows. dst is
+// overwritten. A large float32 matrix splits its columns over pool p's
+// threads (each column summed in the same order on any thread).
+func SumRowsOn[T Float](p *Pool, dst, x []T, rows, cols int) []T {
 	const fn = "SumRows"
 	if rows < 0 || cols < 0 {
 		panicf("%s: negative size %d×%d", fn, rows, cols)
 	}
 	checkLen(fn, "x", len(x), rows*cols)
 	checkLen(fn, "dst", len(dst), cols)
-	if d32, ok := any(dst).([]float32); ok && sumRowsFast(d32, any(x).([]float32), rows, cols) {
+	if d32, ok := any(dst).([]float32); ok && sumRowsFast(p, d32, any(x).([]float32), rows, cols) {
 		return dst
 	}
 	clear(dst)

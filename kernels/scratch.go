@@ -2,21 +2,21 @@ package kernels
 
 import (
 	"fmt"
-	"sync/atomic"
 	"unsafe"
 )
 
 // Scratch is packing memory for the matrix products (Sgemm, MatMulBF16 and
-// the float32 convolutions' products) that a caller reserves and hands to
-// the worker pool, so that the packing buffers are on the caller's ledger
+// the float32 convolutions' products) that a caller reserves and gives to a
+// Pool (SetScratch), so that the packing buffers are on the caller's ledger
 // and in its plan instead of the Go heap: one region per thread, each
 // PerThread floats, 64-byte aligned.
 //
-// A product packs into the installed Scratch (UseScratch) when its region
-// holds the product's blocks (PackFloats); otherwise the thread falls back
-// to buffers of its own on the Go heap, made once (ScratchMisses counts the
-// products that did so). Products run one at a time, so any product may use the installed
-// Scratch, whoever installed it.
+// A product packs into its pool's Scratch when its thread's region holds
+// the product's blocks (PackFloats); otherwise the thread falls back to
+// buffers of its own on the Go heap, made once (ScratchMisses counts the
+// products that did so). A Scratch must be given to one pool at a time:
+// that pool's products, which run one at a time, are the only ones that
+// touch it.
 type Scratch struct {
 	threads   [][]float32
 	perThread int
@@ -51,40 +51,39 @@ func (s *Scratch) String() string {
 	return fmt.Sprintf("kernels.Scratch{%d threads x %d floats}", len(s.threads), s.perThread)
 }
 
-// UseScratch installs s as the packing memory of every product from now on
-// (nil: none). It waits for a product in progress to finish.
-func UseScratch(s *Scratch) {
-	workers.mu.Lock()
-	defer workers.mu.Unlock()
-	workers.scratch = s
+// SetScratch makes s the packing memory of p's products from now on (nil:
+// none, the threads' own buffers). It waits for a product in progress to
+// finish. s's memory must stay valid until p no longer has it (SetScratch
+// of another, ReleaseScratch or Close).
+func (p *Pool) SetScratch(s *Scratch) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.scratch = s
 }
 
-// ReleaseScratch uninstalls s if it is installed: after it returns, no
-// product touches s's memory.
-func ReleaseScratch(s *Scratch) {
-	workers.mu.Lock()
-	defer workers.mu.Unlock()
-	if workers.scratch == s {
-		workers.scratch = nil
+// ReleaseScratch takes s from p if p has it: after it returns, no product
+// of p touches s's memory. It does nothing if p has another Scratch or
+// none (so it is safe after Close).
+func (p *Pool) ReleaseScratch(s *Scratch) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.scratch == s {
+		p.scratch = nil
 	}
 }
 
-// InstalledScratch returns the installed Scratch (nil: none).
-func InstalledScratch() *Scratch {
-	workers.mu.Lock()
-	defer workers.mu.Unlock()
-	return workers.scratch
+// Scratch returns p's Scratch (nil: none).
+func (p *Pool) Scratch() *Scratch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.scratch
 }
 
-// scratchMisses counts the products and jobs that packed into buffers of
-// the pool's own because no installed Scratch held them.
-var scratchMisses atomic.Int64
-
-// ScratchMisses returns how many products (and convolution jobs) so far
-// packed into the pool's own buffers on the Go heap, because no installed
-// Scratch held them: 0 over a training run means its packing memory was
-// all on the run's ledger.
-func ScratchMisses() int64 { return scratchMisses.Load() }
+// ScratchMisses returns how many products (and convolution jobs) of p so
+// far packed into the threads' own buffers on the Go heap, because p's
+// Scratch did not hold them or p had none: 0 over a training run means its
+// packing memory was all on the run's ledger.
+func (p *Pool) ScratchMisses() int64 { return p.misses.Load() }
 
 // packSize is what one thread packs for a product: the floats of its A
 // panel and of its B block.
@@ -130,9 +129,9 @@ func (j *poolJob) packNeed() packSize {
 }
 
 // pack sets every thread's packing buffers for a product or job that packs
-// n per thread: a region of the installed Scratch when it holds n, else the
-// thread's own (made on first need). p.mu is held.
-func (p *gemmPool) pack(n packSize) {
+// n per thread: a region of p's Scratch when it holds n, else the thread's
+// own (made on first need). p.mu is held.
+func (p *Pool) pack(n packSize) {
 	need := n.floats()
 	missed := false
 	for t := 0; t < p.threads; t++ {
@@ -152,7 +151,7 @@ func (p *gemmPool) pack(n packSize) {
 		}
 	}
 	if missed {
-		scratchMisses.Add(1)
+		p.misses.Add(1)
 	}
 }
 

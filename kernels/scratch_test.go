@@ -25,7 +25,7 @@ func touched(buf []byte) bool {
 	return false
 }
 
-// TestScratchHoldsWhatPackFloatsSays: a product packs into an installed
+// TestScratchHoldsWhatPackFloatsSays: a product packs into its pool's
 // Scratch of exactly PackFloats per thread (its memory is written, the
 // result is the same bits as with the pool's own buffers, nothing is
 // allocated); with one float less per thread it does not touch the Scratch
@@ -36,12 +36,12 @@ func TestScratchHoldsWhatPackFloatsSays(t *testing.T) {
 		m, n, k := sz[0], sz[1], sz[2]
 		a, b := randSlice(r, m*k), randSlice(r, k*n)
 		for _, bf16 := range []bool{false, true} {
-			mm := kernels.Sgemm
-			if bf16 {
-				mm = kernels.MatMulBF16
-			}
-			forEachConfig(t, func(t *testing.T) {
-				threads := kernels.Threads()
+			forEachConfig(t, func(t *testing.T, p *kernels.Pool) {
+				mm := sgemmOn(p)
+				if bf16 {
+					mm = matMulBF16On(p)
+				}
+				threads := p.Threads()
 				want := mm(make([]float32, m*n), a, b, m, n, k, false, false, false)
 				per := kernels.PackFloats(m, n, k, bf16)
 				if per <= 0 {
@@ -51,14 +51,14 @@ func TestScratchHoldsWhatPackFloatsSays(t *testing.T) {
 					buf := make([]byte, kernels.ScratchBytes(per-short, threads))
 					poison(buf)
 					s := kernels.NewScratch(buf, per-short, threads)
-					kernels.UseScratch(s)
-					misses := kernels.ScratchMisses()
+					p.SetScratch(s)
+					misses := p.ScratchMisses()
 					got := mm(make([]float32, m*n), a, b, m, n, k, false, false, false)
-					if d := kernels.ScratchMisses() - misses; d != int64(short) {
+					if d := p.ScratchMisses() - misses; d != int64(short) {
 						t.Errorf("%dx%dx%d, scratch %d short: %d scratch misses, want %d", m, n, k, short, d, short)
 					}
 					allocs := testing.AllocsPerRun(2, func() { mm(got, a, b, m, n, k, false, false, false) })
-					kernels.ReleaseScratch(s)
+					p.ReleaseScratch(s)
 					for i := range got {
 						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 							t.Fatalf("%dx%dx%d bf16=%v, scratch %d short: element %d = %v, want %v", m, n, k, bf16, short, i, got[i], want[i])
@@ -85,18 +85,18 @@ func TestConvScratch(t *testing.T) {
 	x, w, dy := randSlice(r, g.N*g.H*g.W*g.C), randSlice(r, g.KH*g.KW*g.C*f), randSlice(r, g.N*g.OH*g.OW*f)
 	work := make([]float32, g.Im2ColSize(g.N))
 	for _, bf16 := range []bool{false, true} {
-		forEachConfig(t, func(t *testing.T) {
-			threads := kernels.Threads()
+		forEachConfig(t, func(t *testing.T, p *kernels.Pool) {
+			threads := p.Threads()
 			run := func() [3][]float32 {
 				y, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
 				if bf16 {
-					kernels.Conv2DBF16(y, x, w, work, g, f)
-					kernels.Conv2DBackpropInputBF16(dx, dy, w, work, g, f)
-					kernels.Conv2DBackpropFilterBF16(dw, x, dy, work, g, f)
+					kernels.Conv2DBF16On(p, y, x, w, work, g, f)
+					kernels.Conv2DBackpropInputBF16On(p, dx, dy, w, work, g, f)
+					kernels.Conv2DBackpropFilterBF16On(p, dw, x, dy, work, g, f)
 				} else {
-					kernels.Conv2D(y, x, w, work, g, f)
-					kernels.Conv2DBackpropInput(dx, dy, w, work, g, f)
-					kernels.Conv2DBackpropFilter(dw, x, dy, work, g, f)
+					kernels.Conv2DOn(p, y, x, w, work, g, f)
+					kernels.Conv2DBackpropInputOn(p, dx, dy, w, work, g, f)
+					kernels.Conv2DBackpropFilterOn(p, dw, x, dy, work, g, f)
 				}
 				return [3][]float32{y, dx, dw}
 			}
@@ -105,9 +105,9 @@ func TestConvScratch(t *testing.T) {
 			buf := make([]byte, kernels.ScratchBytes(per, threads))
 			poison(buf)
 			s := kernels.NewScratch(buf, per, threads)
-			kernels.UseScratch(s)
+			p.SetScratch(s)
 			got := run()
-			kernels.ReleaseScratch(s)
+			p.ReleaseScratch(s)
 			if !touched(buf) {
 				t.Errorf("bf16=%v: the convolutions did not pack into a scratch of ConvPackFloats = %d", bf16, per)
 			}

@@ -16,20 +16,9 @@ import (
 // without the AVX-512 window loops and the packing straight from the
 // image, and the float64 chunks), the bfloat16 convolutions on every
 // MatMulBF16 path, and attention on every GEMM tier and row
-// implementation; each on 1 and 2 threads. Sgemm and MatMulBF16 run it in
-// gemm_test.go and bgemm_test.go.
-
-// threadCounts are the thread counts every tier runs on: one, and two,
-// which splits the jobs, the image halves and the elementwise pool jobs.
-// Under the race detector, which slows the suite's reference loops many
-// times over, only two: the count with concurrency to check (the tiers'
-// arithmetic is checked by the runs without it).
-var threadCounts = func() []int {
-	if raceEnabled {
-		return []int{2}
-	}
-	return []int{1, 2}
-}()
+// implementation; each on a Pool of its own of 1 and of 3 threads (see
+// forEachPool). Sgemm and MatMulBF16 run it in gemm_test.go and
+// bgemm_test.go.
 
 // raceThin returns tiers, or under the race detector its first and last
 // (the fastest tier and the Go one): the runs without the detector check
@@ -63,10 +52,11 @@ func simdName(s kernels.SIMD) string {
 // simdImpl returns the kernels that have assembly outside the GEMM and
 // window jobs, each switched to s around its call (defer SetSIMD(SetSIMD(s))
 // allocates nothing), so that the suite's Reference, called between them,
-// stays on the Go loops.
-func simdImpl(s kernels.SIMD) kerneltest.Impl {
+// stays on the Go loops; those that split over threads run on p.
+func simdImpl(s kernels.SIMD, p *kernels.Pool) kerneltest.Impl {
 	return kerneltest.Impl{
-		Name: simdName(s),
+		Name:    simdName(s),
+		Threads: p.Threads(),
 		Sqrt: func(dst, x []float32) []float32 {
 			defer kernels.SetSIMD(kernels.SetSIMD(s))
 			return kernels.Sqrt(dst, x)
@@ -77,7 +67,7 @@ func simdImpl(s kernels.SIMD) kerneltest.Impl {
 		},
 		ReluGrad: func(dst, x, g []float32) []float32 {
 			defer kernels.SetSIMD(kernels.SetSIMD(s))
-			return kernels.ReluGrad(dst, x, g)
+			return kernels.ReluGradOn(p, dst, x, g)
 		},
 		Binary: func(op kernels.BinaryOp, dst, a, b []float32) []float32 {
 			defer kernels.SetSIMD(kernels.SetSIMD(s))
@@ -93,7 +83,11 @@ func simdImpl(s kernels.SIMD) kerneltest.Impl {
 		},
 		SumRows: func(dst, x []float32, rows, cols int) []float32 {
 			defer kernels.SetSIMD(kernels.SetSIMD(s))
-			return kernels.SumRows(dst, x, rows, cols)
+			return kernels.SumRowsOn(p, dst, x, rows, cols)
+		},
+		ReduceSum: func(dst, x []float32, xShape, dstStrides []int) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.ReduceSumOn(p, dst, x, xShape, dstStrides)
 		},
 		Float32ToBF16: func(dst []tensor.BF16, src []float32) []tensor.BF16 {
 			defer kernels.SetSIMD(kernels.SetSIMD(s))
@@ -117,41 +111,42 @@ func simdImpl(s kernels.SIMD) kerneltest.Impl {
 // TestSIMDSuite runs the suite on the elementwise loops, SumRows and the
 // 16-bit casts on every tier, against the Go loops: lengths around the
 // vector blocks (1, 7, 33, 1023, and 2^16+33, which ReluGrad splits over
-// the pool on two threads), in place, special values, every 16-bit pattern.
+// the pool on more than one thread), in place, special values, every
+// 16-bit pattern.
 func TestSIMDSuite(t *testing.T) {
 	defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{})) // Reference: the Go loops
 	for _, s := range simdTiers() {
-		for _, threads := range threadCounts {
-			t.Run(fmt.Sprintf("%s/%dT", simdName(s), threads), func(t *testing.T) {
-				defer kernels.UseThreads(threads)()
-				kerneltest.Run(t, simdImpl(s))
-			})
-		}
+		forEachPool(t, simdName(s), func(t *testing.T, p *kernels.Pool) {
+			kerneltest.Run(t, simdImpl(s, p))
+		})
 	}
 }
 
-// float32Window is the float32 window kernels: the jobs on the worker pool.
-func float32Window(name string) kerneltest.Impl {
+// float32Window is the float32 window kernels: the jobs on pool p.
+func float32Window(name string, p *kernels.Pool) kerneltest.Impl {
+	on := onPool(p)
 	return kerneltest.Impl{
 		Name:                 name,
-		MaxPool2D:            kernels.MaxPool2D[float32],
-		MaxPool2DGrad:        kernels.MaxPool2DGrad[float32],
-		MaxPool2DReluGrad:    kernels.MaxPool2DReluGrad[float32],
-		AvgPool2D:            kernels.AvgPool2D[float32],
-		AvgPool2DGrad:        kernels.AvgPool2DGrad[float32],
-		Conv2D:               kernels.Conv2D[float32],
-		Conv2DBackpropInput:  kernels.Conv2DBackpropInput[float32],
-		Conv2DBackpropFilter: kernels.Conv2DBackpropFilter[float32],
+		Threads:              on.Threads,
+		MaxPool2D:            on.MaxPool2D,
+		MaxPool2DGrad:        on.MaxPool2DGrad,
+		MaxPool2DReluGrad:    on.MaxPool2DReluGrad,
+		AvgPool2D:            on.AvgPool2D,
+		AvgPool2DGrad:        on.AvgPool2DGrad,
+		Conv2D:               on.Conv2D,
+		Conv2DBackpropInput:  on.Conv2DBackpropInput,
+		Conv2DBackpropFilter: on.Conv2DBackpropFilter,
 	}
 }
 
 // TestWindowSuite runs the suite on the float32 pooling and convolution
 // kernels on every GEMM tier, with the AVX-512 window loops (max pooling,
 // col2im, the filter gradient's packing) on and off and the products'
-// packing straight from the image on and off, on 1 and 2 threads. Pooling
-// does not use the GEMM tiers or that packing, so it runs on the first
-// tier only, with both switches on and with both off. Under the race detector, fewer tiers and settings (see
-// raceThin, threadCounts).
+// packing straight from the image on and off, on pools of 1 and 3
+// threads. Pooling does not use the GEMM tiers or that packing, so it runs
+// on the first tier only, with both switches on and with both off. Under
+// the race detector, fewer tiers and settings (see
+// raceThin, poolThreads).
 func TestWindowSuite(t *testing.T) {
 	defer kernels.WithoutExternalSgemm()() // the openblas tag's products run the chunks instead of the jobs
 	top := kernels.MaxSIMD()
@@ -166,20 +161,17 @@ func TestWindowSuite(t *testing.T) {
 				if raceEnabled && pack != window && len(windows) > 1 {
 					continue // both switches on, and both off
 				}
-				for _, threads := range threadCounts {
-					t.Run(fmt.Sprintf("%s/window=%v/pack=%v/%dT", tier, window, pack, threads), func(t *testing.T) {
-						defer kernels.UseGemmTier(tier)()
-						defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{Elementwise: top.Elementwise, Window: window, ConvertLanes: top.ConvertLanes}))
-						defer kernels.UsePackFromImage(pack)()
-						defer kernels.UseThreads(threads)()
-						impl := float32Window(tier)
-						if ti > 0 || pack != window { // pooling: once with the window loops, once without
-							impl.MaxPool2D, impl.MaxPool2DGrad, impl.MaxPool2DReluGrad = nil, nil, nil
-							impl.AvgPool2D, impl.AvgPool2DGrad = nil, nil
-						}
-						kerneltest.Run(t, impl)
-					})
-				}
+				forEachPool(t, fmt.Sprintf("%s/window=%v/pack=%v", tier, window, pack), func(t *testing.T, p *kernels.Pool) {
+					defer kernels.UseGemmTier(tier)()
+					defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{Elementwise: top.Elementwise, Window: window, ConvertLanes: top.ConvertLanes}))
+					defer kernels.UsePackFromImage(pack)()
+					impl := float32Window(tier, p)
+					if ti > 0 || pack != window { // pooling: once with the window loops, once without
+						impl.MaxPool2D, impl.MaxPool2DGrad, impl.MaxPool2DReluGrad = nil, nil, nil
+						impl.AvgPool2D, impl.AvgPool2DGrad = nil, nil
+					}
+					kerneltest.Run(t, impl)
+				})
 			}
 		}
 	}
@@ -187,36 +179,31 @@ func TestWindowSuite(t *testing.T) {
 
 // TestWindowSuiteFloat64 runs the suite on the float64 pooling and
 // convolution kernels (the convolutions' im2col chunks and MatMul, the
-// image halves on 2 threads) through widening wrappers: float32 inputs
+// image halves on 3 threads) through widening wrappers: float32 inputs
 // widened exactly, float64 results rounded once, so the float32 rules are
 // looser than float64 needs but every index, padding and chunk is checked.
 func TestWindowSuiteFloat64(t *testing.T) {
-	for _, threads := range threadCounts {
-		t.Run(fmt.Sprintf("%dT", threads), func(t *testing.T) {
-			defer kernels.UseThreads(threads)()
-			kerneltest.Run(t, float64Window())
-		})
-	}
+	forEachPool(t, "float64", func(t *testing.T, p *kernels.Pool) {
+		kerneltest.Run(t, float64Window(p))
+	})
 }
 
 // TestConvBF16Suite runs the suite on the bfloat16 convolutions on every
 // path of MatMulBF16 (the AVX512_BF16 tier, the fallback on every float32
-// tier), on 1 and 2 threads, against the convolution of operands rounded
-// to bfloat16.
+// tier), on pools of 1 and 3 threads, against the convolution of operands
+// rounded to bfloat16.
 func TestConvBF16Suite(t *testing.T) {
 	defer kernels.WithoutExternalSgemm()()
-	for _, p := range raceThin(bgemmPaths()) {
-		for _, threads := range threadCounts {
-			t.Run(fmt.Sprintf("%s/%dT", p.name, threads), func(t *testing.T) {
-				defer p.use()()
-				defer kernels.UseThreads(threads)()
-				kerneltest.Run(t, kerneltest.Impl{Name: "bf16 " + p.name,
-					Conv2DBF16:               kernels.Conv2DBF16,
-					Conv2DBackpropInputBF16:  kernels.Conv2DBackpropInputBF16,
-					Conv2DBackpropFilterBF16: kernels.Conv2DBackpropFilterBF16,
-				})
+	for _, path := range raceThin(bgemmPaths()) {
+		forEachPool(t, path.name, func(t *testing.T, p *kernels.Pool) {
+			defer path.use()()
+			on := onPool(p)
+			kerneltest.Run(t, kerneltest.Impl{Name: "bf16 " + path.name, Threads: on.Threads,
+				Conv2DBF16:               on.Conv2DBF16,
+				Conv2DBackpropInputBF16:  on.Conv2DBackpropInputBF16,
+				Conv2DBackpropFilterBF16: on.Conv2DBackpropFilterBF16,
 			})
-		}
+		})
 	}
 }
 
@@ -245,35 +232,37 @@ func narrowInto(dst []float32, x []float64) []float32 {
 	return dst
 }
 
-// float64Window returns the float64 window kernels as float32 ones (see
-// TestWindowSuiteFloat64). Outputs are widened too, so a kernel that leaves
-// an element unwritten keeps the suite's NaN there; work likewise.
-func float64Window() kerneltest.Impl {
+// float64Window returns the float64 window kernels on pool p as float32
+// ones (see TestWindowSuiteFloat64). Outputs are widened too, so a kernel
+// that leaves an element unwritten keeps the suite's NaN there; work
+// likewise.
+func float64Window(p *kernels.Pool) kerneltest.Impl {
 	w := new(widened)
-	conv := func(k func(out, a, b, work []float64, g kernels.ConvGeom, f int) []float64) kerneltest.ConvFunc {
+	conv := func(k func(p *kernels.Pool, out, a, b, work []float64, g kernels.ConvGeom, f int) []float64) kerneltest.ConvFunc {
 		return func(out, a, b, work []float32, g kernels.ConvGeom, f int) []float32 {
-			return narrowInto(out, k(w.widen(0, out), w.widen(1, a), w.widen(2, b), w.widen(3, work), g, f))
+			return narrowInto(out, k(p, w.widen(0, out), w.widen(1, a), w.widen(2, b), w.widen(3, work), g, f))
 		}
 	}
 	return kerneltest.Impl{
-		Name: "float64",
+		Name:    "float64",
+		Threads: p.Threads(),
 		MaxPool2D: func(dst, x []float32, g kernels.ConvGeom) []float32 {
-			return narrowInto(dst, kernels.MaxPool2D(w.widen(0, dst), w.widen(1, x), g))
+			return narrowInto(dst, kernels.MaxPool2DOn(p, w.widen(0, dst), w.widen(1, x), g))
 		},
 		AvgPool2D: func(dst, x []float32, g kernels.ConvGeom) []float32 {
 			return narrowInto(dst, kernels.AvgPool2D(w.widen(0, dst), w.widen(1, x), g))
 		},
 		MaxPool2DGrad: func(dx, x, dy []float32, g kernels.ConvGeom) []float32 {
-			return narrowInto(dx, kernels.MaxPool2DGrad(w.widen(0, dx), w.widen(1, x), w.widen(2, dy), g))
+			return narrowInto(dx, kernels.MaxPool2DGradOn(p, w.widen(0, dx), w.widen(1, x), w.widen(2, dy), g))
 		},
 		MaxPool2DReluGrad: func(dx, x, dy []float32, g kernels.ConvGeom) []float32 {
-			return narrowInto(dx, kernels.MaxPool2DReluGrad(w.widen(0, dx), w.widen(1, x), w.widen(2, dy), g))
+			return narrowInto(dx, kernels.MaxPool2DReluGradOn(p, w.widen(0, dx), w.widen(1, x), w.widen(2, dy), g))
 		},
 		AvgPool2DGrad: func(dx, dy []float32, g kernels.ConvGeom) []float32 {
 			return narrowInto(dx, kernels.AvgPool2DGrad(w.widen(0, dx), w.widen(1, dy), g))
 		},
-		Conv2D:               conv(kernels.Conv2D[float64]),
-		Conv2DBackpropInput:  conv(kernels.Conv2DBackpropInput[float64]),
-		Conv2DBackpropFilter: conv(kernels.Conv2DBackpropFilter[float64]),
+		Conv2D:               conv(kernels.Conv2DOn[float64]),
+		Conv2DBackpropInput:  conv(kernels.Conv2DBackpropInputOn[float64]),
+		Conv2DBackpropFilter: conv(kernels.Conv2DBackpropFilterOn[float64]),
 	}
 }

@@ -1,7 +1,5 @@
 package kernels
 
-import "sync"
-
 // Dilated and grouped convolutions (ConvGeom.DH, DW, Groups), NHWC as
 // conv.go, the filter [KH, KW, C/G, F] with G = Groups:
 //
@@ -80,10 +78,10 @@ func (g ConvGeom) checkGeneral(fn string, f int, xName string, lenX int, filterN
 }
 
 // conv2DGeneral is Conv2D for a general geometry.
-func conv2DGeneral[T Float](fn string, dst, x, filter, work []T, g ConvGeom, f int) []T {
+func conv2DGeneral[T Float](p *Pool, fn string, dst, x, filter, work []T, g ConvGeom, f int) []T {
 	chunk := g.checkGeneral(fn, f, "x", len(x), "filter", len(filter), "dst", len(dst), len(work))
 	if g.depthwise() {
-		runDepthwise(dwForward, dst, x, filter, work, g, f)
+		runDepthwise(p, dwForward, dst, x, filter, work, g, f)
 		return dst
 	}
 	gr := g.groups()
@@ -105,10 +103,10 @@ func conv2DGeneral[T Float](fn string, dst, x, filter, work []T, g ConvGeom, f i
 			rows := nb * per
 			im2colGroup(cols[:rows*kg], x, g, n0, nb, gi)
 			if gr == 1 { // [rows, K]·[K, f] -> dst's rows
-				MatMul(dst[n0*per*f:(n0*per+rows)*f], cols[:rows*kg], w, rows, f, kg, false, false, false)
+				MatMulOn(p, dst[n0*per*f:(n0*per+rows)*f], cols[:rows*kg], w, rows, f, kg, false, false, false)
 				continue
 			}
-			MatMul(tmp[:rows*fg], cols[:rows*kg], w, rows, fg, kg, false, false, false)
+			MatMulOn(p, tmp[:rows*fg], cols[:rows*kg], w, rows, fg, kg, false, false, false)
 			scatterColumns(dst[n0*per*f:], tmp[:rows*fg], rows, f, gi*fg, fg)
 		}
 	}
@@ -116,10 +114,10 @@ func conv2DGeneral[T Float](fn string, dst, x, filter, work []T, g ConvGeom, f i
 }
 
 // conv2DInputGeneral is Conv2DBackpropInput for a general geometry.
-func conv2DInputGeneral[T Float](fn string, dx, dy, filter, work []T, g ConvGeom, f int) []T {
+func conv2DInputGeneral[T Float](p *Pool, fn string, dx, dy, filter, work []T, g ConvGeom, f int) []T {
 	chunk := g.checkGeneral(fn, f, "dx", len(dx), "filter", len(filter), "dy", len(dy), len(work))
 	if g.depthwise() {
-		runDepthwise(dwInput, dx, dy, filter, work, g, f)
+		runDepthwise(p, dwInput, dx, dy, filter, work, g, f)
 		return dx
 	}
 	clear(dx)
@@ -145,7 +143,7 @@ func conv2DInputGeneral[T Float](fn string, dx, dy, filter, work []T, g ConvGeom
 				dyg = tmp[:rows*fg]
 			}
 			// [rows, F/G]·[K', F/G]ᵀ -> [rows, K']
-			MatMul(cols[:rows*kg], dyg, w, rows, kg, fg, false, true, false)
+			MatMulOn(p, cols[:rows*kg], dyg, w, rows, kg, fg, false, true, false)
 			col2imGroup(dx, cols[:rows*kg], g, n0, nb, gi)
 		}
 	}
@@ -153,10 +151,10 @@ func conv2DInputGeneral[T Float](fn string, dx, dy, filter, work []T, g ConvGeom
 }
 
 // conv2DFilterGeneral is Conv2DBackpropFilter for a general geometry.
-func conv2DFilterGeneral[T Float](fn string, dfilter, x, dy, work []T, g ConvGeom, f int) []T {
+func conv2DFilterGeneral[T Float](p *Pool, fn string, dfilter, x, dy, work []T, g ConvGeom, f int) []T {
 	chunk := g.checkGeneral(fn, f, "x", len(x), "dfilter", len(dfilter), "dy", len(dy), len(work))
 	if g.depthwise() {
-		runDepthwise(dwFilter, dfilter, x, dy, work, g, f)
+		runDepthwise(p, dwFilter, dfilter, x, dy, work, g, f)
 		return dfilter
 	}
 	gr := g.groups()
@@ -182,7 +180,7 @@ func conv2DFilterGeneral[T Float](fn string, dfilter, x, dy, work []T, g ConvGeo
 				dyg = tmp[:rows*fg]
 			}
 			// [rows, K']ᵀ·[rows, F/G] -> [K', F/G], accumulated over chunks
-			MatMul(dst, cols[:rows*kg], dyg, kg, fg, rows, true, false, n0 > 0)
+			MatMulOn(p, dst, cols[:rows*kg], dyg, kg, fg, rows, true, false, n0 > 0)
 		}
 		if gr > 1 {
 			scatterColumns(dfilter, acc, kg, f, gi*fg, fg)
@@ -291,8 +289,8 @@ func col2imGroup[T Float](dx, cols []T, g ConvGeom, n0, nb, gi int) {
 	}
 }
 
-// The depthwise kernels run as parts of a Parallel call over ranges of
-// images; the call's operands live in a package-level job (one per element
+// The depthwise kernels run as parts of a ParallelOn call over ranges of
+// images; the call's operands live in the pool's calls (one job per element
 // type, guarded by dwMu), so that a call allocates nothing.
 
 type dwKind uint8
@@ -312,34 +310,28 @@ type dwJob[T Float] struct {
 	parts   int
 }
 
-var (
-	dwMu    sync.Mutex
-	dwJob32 dwJob[float32]
-	dwJob64 dwJob[float64]
-)
-
 // dwParts is how many parts the image-parallel depthwise kernels split a
 // batch into, per thread.
 const dwParts = 2
 
-// runDepthwise runs the depthwise kernel kind on the worker pool.
-func runDepthwise[T Float](kind dwKind, a, b, c, work []T, g ConvGeom, f int) {
-	dwMu.Lock()
-	defer dwMu.Unlock()
+// runDepthwise runs the depthwise kernel kind on pool p.
+func runDepthwise[T Float](p *Pool, kind dwKind, a, b, c, work []T, g ConvGeom, f int) {
+	p.calls.dwMu.Lock()
+	defer p.calls.dwMu.Unlock()
 	// the parts are plain functions: a generic one's value would allocate
 	var j *dwJob[T]
 	fn := dwPart64
-	if p, ok := any(&dwJob32).(*dwJob[T]); ok {
-		j, fn = p, dwPart32
+	if j32, ok := any(&p.calls.dw32).(*dwJob[T]); ok {
+		j, fn = j32, dwPart32
 	} else {
-		j = any(&dwJob64).(*dwJob[T])
+		j = any(&p.calls.dw64).(*dwJob[T])
 	}
-	parts := min(max(g.N, 1), dwParts*Threads())
+	parts := min(max(g.N, 1), dwParts*p.Threads())
 	if kind == dwFilter {
 		parts = 2 // fixed halves: the rounding does not follow the threads
 	}
 	*j = dwJob[T]{kind: kind, a: a, b: b, c: c, work: work, g: g, f: f, parts: parts}
-	Parallel(parts, fn, j)
+	ParallelOn(p, parts, fn, j)
 	if kind == dwFilter {
 		for i, v := range work[:len(a)] {
 			a[i] += v

@@ -1,7 +1,5 @@
 package kernels
 
-import "sync"
-
 // Direct convolution in float32: Conv2D (and, for stride 1, its input
 // gradient, as the convolution of dy with the filter turned half a turn and
 // its channels swapped; and its filter gradient, filtTiles) as tiles of up to twelve output positions of one
@@ -36,12 +34,12 @@ func directConvOK(g ConvGeom, f int) bool {
 // (doing nothing) where they do not apply: not float32, products on
 // bfloat16, a geometry directConvOK refuses, or too little work for the
 // padded rows (directPadSlot per part).
-func convDirect[T Float](dst, x, filter, work []T, g ConvGeom, f int, bf16 bool) bool {
+func convDirect[T Float](p *Pool, dst, x, filter, work []T, g ConvGeom, f int, bf16 bool) bool {
 	d32, ok := any(dst).([]float32)
 	if !ok || bf16 || !directConvOK(g, f) {
 		return false
 	}
-	return conv2DDirect(d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f)
+	return conv2DDirect(p, d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f)
 }
 
 // convInputDirect runs Conv2DBackpropInput of a stride-1 convolution as the
@@ -49,7 +47,7 @@ func convDirect[T Float](dst, x, filter, work []T, g ConvGeom, f int, bf16 bool)
 // turn, its channels swapped ([KH, KW, f, C], written into work) and the
 // padding mirrored (KH-1-PadTop before), and returns true; or returns false
 // where that does not apply (also when work cannot hold the filter).
-func convInputDirect[T Float](dx, dy, filter, work []T, g ConvGeom, f int, bf16 bool) bool {
+func convInputDirect[T Float](p *Pool, dx, dy, filter, work []T, g ConvGeom, f int, bf16 bool) bool {
 	d32, ok := any(dx).([]float32)
 	if !ok || bf16 || g.SH != 1 || g.SW != 1 || g.C%16 != 0 || g.PadTop >= g.KH || g.PadLeft >= g.KW {
 		return false
@@ -73,7 +71,7 @@ func convInputDirect[T Float](dx, dy, filter, work []T, g ConvGeom, f int, bf16 
 			}
 		}
 	}
-	return conv2DDirect(d32, any(dy).([]float32), wt, any(work).([]float32)[k:], gt, g.C)
+	return conv2DDirect(p, d32, any(dy).([]float32), wt, any(work).([]float32)[k:], gt, g.C)
 }
 
 type directJob struct {
@@ -81,11 +79,6 @@ type directJob struct {
 	g              ConvGeom
 	f, parts, slot int
 }
-
-var (
-	directMu   sync.Mutex
-	directJob1 directJob
-)
 
 // directPadSlot returns the floats of one part's padded input rows: KH rows
 // of PadLeft + W + PadRight cells (0 without padding at the sides).
@@ -96,23 +89,24 @@ func directPadSlot(g ConvGeom) int {
 	return g.KH * (g.PadLeft + g.W + g.PadRight()) * g.C
 }
 
-// conv2DDirect computes Conv2D of g (directConvOK) on the worker pool, as
-// parts of whole output rows, and returns true; or returns false when work
-// cannot hold the parts' padded rows.
-func conv2DDirect(dst, x, w, work []float32, g ConvGeom, f int) bool {
+// conv2DDirect computes Conv2D of g (directConvOK) on pool p, as parts of
+// whole output rows, and returns true; or returns false when work cannot
+// hold the parts' padded rows.
+func conv2DDirect(p *Pool, dst, x, w, work []float32, g ConvGeom, f int) bool {
 	rows := g.N * g.OH
-	parts, slot := min(rows, 4*Threads()), directPadSlot(g)
+	parts, slot := min(rows, 4*p.Threads()), directPadSlot(g)
 	if slot > 0 {
 		parts = min(parts, len(work)/slot)
 		if parts == 0 {
 			return false
 		}
 	}
-	directMu.Lock()
-	defer directMu.Unlock()
-	directJob1 = directJob{dst: dst, x: x, w: w, pad: work, g: g, f: f, parts: parts, slot: slot}
-	Parallel(parts, directPart, &directJob1)
-	directJob1 = directJob{} // drop the caller's slices
+	p.calls.directMu.Lock()
+	defer p.calls.directMu.Unlock()
+	j := &p.calls.direct
+	*j = directJob{dst: dst, x: x, w: w, pad: work, g: g, f: f, parts: parts, slot: slot}
+	ParallelOn(p, parts, directPart, j)
+	*j = directJob{} // drop the caller's slices
 	return true
 }
 
@@ -238,17 +232,18 @@ func filterUnits(g ConvGeom, f int, fn func(i int, u filterUnit)) int {
 // (directFilterOK, float32, not on bfloat16). Each unit sums its positions
 // image by image, row by row, on one thread: the result does not depend on
 // the threads.
-func convFilterDirect[T Float](dfilter, x, dy []T, g ConvGeom, f int, bf16 bool) bool {
+func convFilterDirect[T Float](p *Pool, dfilter, x, dy []T, g ConvGeom, f int, bf16 bool) bool {
 	d32, ok := any(dfilter).([]float32)
 	if !ok || bf16 || !directFilterOK(g, f) {
 		return false
 	}
 	units := filterUnits(g, f, nil)
-	directMu.Lock()
-	defer directMu.Unlock()
-	directJob1 = directJob{dst: d32, x: any(x).([]float32), w: any(dy).([]float32), g: g, f: f, parts: min(units, 4*Threads())}
-	Parallel(directJob1.parts, filterPart, &directJob1)
-	directJob1 = directJob{}
+	p.calls.directMu.Lock()
+	defer p.calls.directMu.Unlock()
+	j := &p.calls.direct
+	*j = directJob{dst: d32, x: any(x).([]float32), w: any(dy).([]float32), g: g, f: f, parts: min(units, 4*p.Threads())}
+	ParallelOn(p, j.parts, filterPart, j)
+	*j = directJob{}
 	return true
 }
 

@@ -1,9 +1,6 @@
 package kernels
 
-import (
-	"math"
-	"sync"
-)
+import "math"
 
 // The data kernels of the vision ops: bilinear resizing and batch moments.
 
@@ -106,18 +103,12 @@ type momentsJob[T Float] struct {
 	work       []float64
 }
 
-var (
-	momentsMu    sync.Mutex
-	momentsJob32 momentsJob[float32]
-	momentsJob64 momentsJob[float64]
-)
-
-// Moments sets dst [2, cols] to the mean (row 0) and the biased variance
+// MomentsOn sets dst [2, cols] to the mean (row 0) and the biased variance
 // (row 1) of each column of x [rows, cols], and returns dst. It sums in
 // float64, shifted by the column's first value (so a large mean costs no
-// precision), over two fixed halves of the rows at once on the worker
-// pool, in work (MomentsWork(cols) float64s). rows must be positive.
-func Moments[T Float](dst, x []T, rows, cols int, work []float64) []T {
+// precision), over two fixed halves of the rows at once on pool p, in work
+// (MomentsWork(cols) float64s). rows must be positive.
+func MomentsOn[T Float](p *Pool, dst, x []T, rows, cols int, work []float64) []T {
 	const fn = "Moments"
 	if rows <= 0 || cols < 0 {
 		panicf("%s: invalid size %d×%d", fn, rows, cols)
@@ -127,18 +118,18 @@ func Moments[T Float](dst, x []T, rows, cols int, work []float64) []T {
 	if len(work) < MomentsWork(cols) {
 		panicf("%s: len(work) = %d, want at least %d", fn, len(work), MomentsWork(cols))
 	}
-	momentsMu.Lock()
+	p.calls.momentsMu.Lock()
 	var j *momentsJob[T]
 	part := momentsPart64 // a plain function: a generic one's value would allocate
-	if p, ok := any(&momentsJob32).(*momentsJob[T]); ok {
-		j, part = p, momentsPart32
+	if j32, ok := any(&p.calls.moments32).(*momentsJob[T]); ok {
+		j, part = j32, momentsPart32
 	} else {
-		j = any(&momentsJob64).(*momentsJob[T])
+		j = any(&p.calls.moments64).(*momentsJob[T])
 	}
 	*j = momentsJob[T]{x: x, rows: rows, cols: cols, work: work}
-	Parallel(momentsParts, part, j)
+	ParallelOn(p, momentsParts, part, j)
 	*j = momentsJob[T]{}
-	momentsMu.Unlock()
+	p.calls.momentsMu.Unlock()
 	n := float64(rows)
 	for c := 0; c < cols; c++ {
 		var s1, s2 float64

@@ -8,28 +8,34 @@ import (
 	"unsafe"
 )
 
-// The worker pool of Sgemm: goroutines started once, each owning packing
-// buffers of a fixed size, so that a product in the steady state starts no
-// goroutine and allocates nothing (design principle 3). The calling
-// goroutine works too, with buffer set 0; workers 1 ... threads-1 hold the
-// others.
+// A Pool's threads: goroutines started when the pool is made (the default
+// pool: at first use), each owning packing buffers of a fixed size, so that
+// a product in the steady state starts no goroutine and allocates nothing
+// (design principle 3). The calling goroutine works too, with buffer set 0;
+// workers 1 ... threads-1 hold the others.
 //
 // Hand-off: the caller publishes a product (its number, its regions and the
-// next region to claim) in one atomic word; the caller and the workers claim
-// regions from it until none is left. A worker that finished its last product
-// spins on that word for up to gemmSpin, so back-to-back products (a
-// training step) start within a microsecond, as BLAS thread pools do; after
-// that it parks on a channel and the caller wakes it. The caller waits for
-// the last region the same way: a spin, then a channel. Every hand-off is an
-// atomic operation or a channel operation, so the Go memory model (and the
-// race detector) orders the product's fields and results.
+// next region to claim) in one atomic word of the pool; the caller and the
+// workers claim regions from it until none is left. A worker that finished
+// its last product spins on that word for up to gemmSpin, so back-to-back
+// products (a training step) start within a microsecond, as BLAS thread
+// pools do; after that it parks on a channel and the caller wakes it. The
+// caller waits for the last region the same way: a spin, then a channel.
+// Every hand-off is an atomic operation or a channel operation, so the Go
+// memory model (and the race detector) orders the product's fields and
+// results.
 //
 // Jobs (jobs.go) use the same hand-off for other work: the convolution and
-// pooling kernels, large elementwise kernels and Parallel publish regions
+// pooling kernels, large elementwise kernels and ParallelOn publish regions
 // of a job instead of a product, so they share the pool's threads and its
 // spinning with the products around them.
+//
+// Everything a product or job changes lives in its Pool: two pools share
+// no mutable state, so two engines in one process each run on their own
+// threads and pack into their own Scratch.
 
-// MaxThreads is the most threads SetThreads accepts.
+// MaxThreads is the most threads a Pool has (NewPool and SetThreads cap
+// their count at it).
 const MaxThreads = 256
 
 // gemmSpin is how long an idle worker, or a caller waiting for workers,
@@ -132,23 +138,37 @@ type gemmWorker struct {
 	stop  atomic.Bool
 }
 
-// gemmPool is the worker pool. mu is held for a whole product and guards
-// threads, ws0, workers, call and job (a job holds it from start to end).
-type gemmPool struct {
+// Pool is the threads the kernels' products and jobs run on, and their
+// packing memory: worker goroutines, a thread count, the spin-then-park
+// state of the hand-off, the Scratch its products pack into and the call
+// of each kind in progress. A product, convolution, pooling pass or job
+// runs on the pool passed to it (MatMulOn, Conv2DOn, ParallelOn, ...); the
+// package-level kernels (MatMul, Conv2D, Parallel, ...) run on the default
+// pool. Calls on one pool from several goroutines are safe and run one
+// after another; two pools share nothing and run at once.
+//
+// An engine owns one Pool, sized by its thread setting (NewPool), gives it
+// the packing memory of its plan (SetScratch) and closes it with the engine
+// (Close).
+type Pool struct {
+	// mu is held for a whole product and guards threads, closed, workers,
+	// own, cur, scratch, call and job (a job holds it from start to end).
 	mu      sync.Mutex
-	threads int // 0 until first use, then >= 1
+	threads int // 0 until first use (the default pool) or after Close, then >= 1
+	closed  bool
 	// threadsNow is threads, for Threads to read without mu (a job's parts
 	// run while the caller holds mu).
 	threadsNow atomic.Int32
-	workers    []*gemmWorker // workers[i] is thread i+1
+	workers    []*gemmWorker  // workers[i] is thread i+1
+	running    sync.WaitGroup // workers that have not returned
 	// own[t] is thread t's own packing buffers on the Go heap, made the
 	// first time a product finds no scratch that holds it; cur[t] is what
 	// thread t packs into for the product or job in progress: a piece of
-	// the installed Scratch, its own buffers, or nothing (jobs that pack
+	// the pool's Scratch, its own buffers, or nothing (jobs that pack
 	// nothing).
 	own     []*gemmWorkspace
 	cur     []gemmWorkspace
-	scratch *Scratch // installed by UseScratch
+	scratch *Scratch // SetScratch
 	call    gemmCall // the product in progress
 	job     *poolJob // when set, what the regions compute instead of call (jobs.go)
 
@@ -159,53 +179,81 @@ type gemmPool struct {
 	claim  atomic.Uint64
 	done   atomic.Int32 // regions of the current product completed
 	caller *parker      // the caller waiting for done to reach regions
+
+	misses atomic.Int64 // ScratchMisses
+
+	calls poolCalls // the kernels' calls in progress (jobs.go)
 }
 
-var workers = gemmPool{caller: newParker()}
-
-// SetThreads sets the number of threads Sgemm (and so MatMul on float32)
-// uses, starting or stopping pool workers as needed; n <= 0 means
-// runtime.GOMAXPROCS(0), the default (taken at first use), and n is capped at
-// MaxThreads. Each thread holds a packing workspace (GemmWorkspaceBytes). It
-// waits for a product in progress to finish.
-func SetThreads(n int) {
-	workers.mu.Lock()
-	defer workers.mu.Unlock()
-	workers.resize(n)
+// NewPool returns a pool of threads threads: the calling goroutine of each
+// product and threads-1 worker goroutines, started now. threads <= 0 means
+// runtime.GOMAXPROCS(0); it is capped at MaxThreads. The pool has no
+// Scratch until SetScratch gives it one: until then its threads pack into
+// buffers of their own on the Go heap (GemmWorkspaceBytes at most), made
+// the first time a product needs them. Close stops the workers; a pool
+// that is never closed keeps them, and itself, alive.
+func NewPool(threads int) *Pool {
+	p := &Pool{caller: newParker()}
+	p.resize(threads)
+	return p
 }
 
-// Threads returns the number of threads Sgemm uses.
-func Threads() int {
-	if n := workers.threadsNow.Load(); n > 0 {
+// Threads returns the number of threads p runs on: the caller and
+// Threads()-1 workers. It panics if p is closed.
+func (p *Pool) Threads() int {
+	if n := p.threadsNow.Load(); n > 0 {
 		return int(n)
 	}
-	workers.mu.Lock()
-	defer workers.mu.Unlock()
-	workers.init()
-	return workers.threads
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.init()
+	return p.threads
 }
 
-// GemmWorkspaceBytes returns the bytes of packing buffers the pool's
-// threads hold on the Go heap at most: one set per thread, each an A panel
-// (MC·KC float32), a B block (KC·NC float32) and an edge tile, made the
-// first time a product finds no installed Scratch that holds it (see
-// Scratch; with one, the pool holds none).
-func GemmWorkspaceBytes() int64 {
-	workers.mu.Lock()
-	defer workers.mu.Unlock()
-	workers.init()
-	return int64(workers.threads) * gemmWorkspaceFloats * 4
+// GemmWorkspaceBytes returns the bytes of packing buffers p's threads hold
+// on the Go heap at most: one set per thread, each an A panel (MC·KC
+// float32), a B block (KC·NC float32) and an edge tile, made the first time
+// a product finds no Scratch of p's that holds it (see Scratch; with one,
+// the pool holds none). It panics if p is closed.
+func (p *Pool) GemmWorkspaceBytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.init()
+	return int64(p.threads) * gemmWorkspaceFloats * 4
 }
 
-// init sizes the pool to the default on first use.
-func (p *gemmPool) init() {
+// Close stops p's workers and waits for them to return, and drops its
+// packing buffers and its Scratch. It waits for a product or job in
+// progress to finish. p must not be used after Close: Threads and the
+// kernels that reach its threads panic. Closing a closed pool does nothing.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.stopWorkers(0)
+	p.running.Wait()
+	p.closed = true
+	p.threads = 0
+	p.threadsNow.Store(0)
+	p.own, p.cur, p.scratch = nil, nil, nil
+}
+
+// init sizes the pool to the default on first use (the default pool) and
+// panics if p is closed. p.mu is held.
+func (p *Pool) init() {
 	if p.threads == 0 {
+		if p.closed {
+			panicf("Pool used after Close")
+		}
 		p.resize(0)
 	}
 }
 
-// resize starts or stops workers so that the pool has n threads.
-func (p *gemmPool) resize(n int) {
+// resize starts or stops workers so that the pool has n threads (<= 0:
+// GOMAXPROCS). p.mu is held, or p is not yet shared.
+func (p *Pool) resize(n int) {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
@@ -213,26 +261,34 @@ func (p *gemmPool) resize(n int) {
 	for len(p.workers) < n-1 {
 		w := &gemmWorker{parker: parker{wake: make(chan struct{}, 1)}, index: len(p.workers) + 1}
 		p.workers = append(p.workers, w)
+		p.running.Add(1)
 		go p.work(w, p.claim.Load())
 	}
 	for len(p.own) < n {
 		p.own = append(p.own, nil)
 		p.cur = append(p.cur, gemmWorkspace{})
 	}
-	for len(p.workers) > n-1 {
+	p.stopWorkers(n - 1)
+	p.threads = n
+	p.threadsNow.Store(int32(n))
+}
+
+// stopWorkers stops the workers past the first keep (they return soon
+// after; p.running counts them until then).
+func (p *Pool) stopWorkers(keep int) {
+	for len(p.workers) > keep {
 		w := p.workers[len(p.workers)-1]
 		w.stop.Store(true)
 		w.unpark()
 		p.workers[len(p.workers)-1] = nil
 		p.workers = p.workers[:len(p.workers)-1]
 	}
-	p.threads = n
-	p.threadsNow.Store(int32(n))
 }
 
 // work is the loop of a worker: wait for a product newer than seen, claim
 // and compute its regions while any is left, repeat until stopped.
-func (p *gemmPool) work(w *gemmWorker, seen uint64) {
+func (p *Pool) work(w *gemmWorker, seen uint64) {
+	defer p.running.Done()
 	ready := func() (uint64, bool) {
 		v := p.claim.Load()
 		return v, v>>32 != seen>>32 || w.stop.Load()
@@ -252,7 +308,7 @@ func (p *gemmPool) work(w *gemmWorker, seen uint64) {
 // assigned, so a thread that starts late (a worker the scheduler has not run
 // yet, or has preempted) costs at most the region it holds: the others take
 // the rest.
-func (p *gemmPool) runRegions(t int, gen uint64) {
+func (p *Pool) runRegions(t int, gen uint64) {
 	var ws *gemmWorkspace // read after the first claim: p.cur may be resized between products
 	slot := -1            // this thread's slot in the current job, taken at its first region
 	for {
@@ -286,7 +342,7 @@ func (p *gemmPool) runRegions(t int, gen uint64) {
 
 // run computes c on the pool and returns when all its regions are done. The
 // calling goroutine claims regions like the workers.
-func (p *gemmPool) run(c gemmCall) {
+func (p *Pool) run(c gemmCall) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.init()
@@ -305,7 +361,7 @@ func (p *gemmPool) run(c gemmCall) {
 // handOff publishes the current product (or job) as regions regions, wakes
 // helpers workers, computes regions with the others and returns when all
 // are done. p.mu is held.
-func (p *gemmPool) handOff(regions, helpers int) {
+func (p *Pool) handOff(regions, helpers int) {
 	gen := p.claim.Load()>>32 + 1
 	p.done.Store(0)
 	p.claim.Store(gen<<32 | uint64(regions)<<16)
@@ -323,7 +379,7 @@ func (p *gemmPool) handOff(regions, helpers int) {
 // j.part must not call into the pool. Regions are claimed as a product's
 // are, so the thread and slot that compute a region vary from run to run; a
 // job's results must not depend on them.
-func (p *gemmPool) runJob(j *poolJob, regions int) {
+func (p *Pool) runJob(j *poolJob, regions int) {
 	if regions < 1 {
 		return
 	}

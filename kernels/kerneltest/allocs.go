@@ -22,7 +22,7 @@ func testAllocs(t *testing.T, impl Impl) {
 	bf, hf := make([]tensor.BF16, len(x)), make([]tensor.F16, len(x))
 	ap, aq, ak, av, ado := attnInputs(16, attnCase{b: 1, tq: 9, tk: 33, h: 2, d: 8, causal: true, mask: true, rate: 0.1})
 	ao, alse, adq, adk, adv := make([]float32, len(aq)), make([]float32, 2*9), make([]float32, len(aq)), make([]float32, len(ak)), make([]float32, len(ak))
-	awork := attnWorkspace(ap)
+	awork := attnWorkspace(ap, impl.Threads)
 	// pooling and convolution: same padding, stride 2 down the rows, 16
 	// channels (the vector loops where there are some)
 	pg := kernels.NewConvGeom(2, 7, 6, 16, 3, 2, 2, 1, true)

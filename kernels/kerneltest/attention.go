@@ -69,9 +69,10 @@ func (c attnCase) String() string {
 }
 
 // attnWorkspace returns work for the fast kernels' forward and backward
-// passes on p (the reference ignores it).
-func attnWorkspace(p kernels.AttentionParams) []float32 {
-	return make([]float32, max(kernels.AttentionForwardWorkspace(p, 0), kernels.AttentionBackwardWorkspace(p, 0)))
+// passes on p with up to threads threads (0: the default pool's; the
+// reference ignores it).
+func attnWorkspace(p kernels.AttentionParams, threads int) []float32 {
+	return make([]float32, max(kernels.AttentionForwardWorkspace(p, threads), kernels.AttentionBackwardWorkspace(p, threads)))
 }
 
 // attnScales are the magnitudes of the closeness rule (see the package
@@ -125,7 +126,7 @@ func attnMagnitudes(p kernels.AttentionParams, q, k, v, do, lse []float32) attnS
 	return s
 }
 
-func testAttentionForward(t *testing.T, f, ref AttentionFunc) {
+func testAttentionForward(t *testing.T, f, ref AttentionFunc, threads int) {
 	for i, c := range attnCases {
 		where := c.String()
 		p, q, k, v, _ := attnInputs(uint64(60+i), c)
@@ -134,7 +135,7 @@ func testAttentionForward(t *testing.T, f, ref AttentionFunc) {
 		ref(want, wantLse, q, k, v, p, nil)
 		o, l := newOut32(nq), newOut32(rows)
 		qs, ks, vs := clone(q), clone(k), clone(v)
-		got := f(o.dst(), l.dst(), q, k, v, p, attnWorkspace(p))
+		got := f(o.dst(), l.dst(), q, k, v, p, attnWorkspace(p, threads))
 		o.check(t, where, got)
 		l.check(t, where+" lse", l.dst())
 		unchanged(t, where, "q", qs, q)
@@ -146,7 +147,7 @@ func testAttentionForward(t *testing.T, f, ref AttentionFunc) {
 	}
 }
 
-func testAttentionBackward(t *testing.T, f, ref AttentionGradFunc, fwd AttentionFunc) {
+func testAttentionBackward(t *testing.T, f, ref AttentionGradFunc, fwd AttentionFunc, threads int) {
 	for i, c := range attnCases {
 		where := c.String()
 		p, q, k, v, do := attnInputs(uint64(80+i), c)
@@ -161,7 +162,7 @@ func testAttentionBackward(t *testing.T, f, ref AttentionGradFunc, fwd Attention
 		for n, x := range ins {
 			before[n] = clone(x)
 		}
-		got := f(dq.dst(), dk.dst(), dv.dst(), do, o, lse, q, k, v, p, attnWorkspace(p))
+		got := f(dq.dst(), dk.dst(), dv.dst(), do, o, lse, q, k, v, p, attnWorkspace(p, threads))
 		dq.check(t, where, got)
 		dk.check(t, where+" dk", dk.dst())
 		dv.check(t, where+" dv", dv.dst())

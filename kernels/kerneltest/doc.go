@@ -23,8 +23,11 @@
 //
 // The suite checks one setting of the kernels at a time; the kernels
 // package's tests run it on every tier (assembly on and off, each GEMM
-// micro-kernel, 1 and 2 threads), the elementwise tiers through per-call
-// wrappers so that Reference stays on the Go loops.
+// micro-kernel), each on a kernels.Pool of its own of 1 and of 3 threads
+// (the kernels' On versions, wrapped into Impl's signatures; Impl.Threads
+// sizes the workspaces that depend on threads), the elementwise tiers
+// through per-call wrappers so that Reference stays on the Go loops.
+// Reference itself runs on the default pool.
 //
 // Closeness rules (Tol = 1e-5, float32):
 //   - Elementwise results (unary functions and their gradients, Binary and

@@ -56,6 +56,11 @@ type (
 type Impl struct {
 	Name string // for test names and messages
 
+	// Threads is the number of threads the implementation runs on (a
+	// kernels.Pool's), for the workspaces sized by thread count (the
+	// attention passes'); 0 means the default pool's, kernels.Threads().
+	Threads int
+
 	Neg, Exp, Log, Sqrt, Relu, Sigmoid, Tanh UnaryFunc
 	ReluGrad, SigmoidGrad, TanhGrad          UnaryGradFunc
 

@@ -52,9 +52,9 @@ func Run(t *testing.T, impl Impl) {
 			testCrossEntropyGrad(t, impl.SoftmaxCrossEntropyGrad, ref.SoftmaxCrossEntropyGrad)
 		}},
 		{"Transpose", impl.Transpose != nil, func(t *testing.T) { testTranspose(t, impl.Transpose, ref.Transpose) }},
-		{"AttentionForward", impl.AttentionForward != nil, func(t *testing.T) { testAttentionForward(t, impl.AttentionForward, ref.AttentionForward) }},
+		{"AttentionForward", impl.AttentionForward != nil, func(t *testing.T) { testAttentionForward(t, impl.AttentionForward, ref.AttentionForward, impl.Threads) }},
 		{"AttentionBackward", impl.AttentionBackward != nil, func(t *testing.T) {
-			testAttentionBackward(t, impl.AttentionBackward, ref.AttentionBackward, ref.AttentionForward)
+			testAttentionBackward(t, impl.AttentionBackward, ref.AttentionBackward, ref.AttentionForward, impl.Threads)
 		}},
 		{"MaxPool2D", impl.MaxPool2D != nil, func(t *testing.T) { testMaxPool(t, impl.MaxPool2D) }},
 		{"MaxPool2DGrad", impl.MaxPool2DGrad != nil, func(t *testing.T) { testMaxPoolGrad(t, impl.MaxPool2DGrad, false) }},
