@@ -1,11 +1,12 @@
 package autodiff_test
 
 import (
-	"github.com/headroom-ml/headroom/backend/cpu"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
 
 	"github.com/headroom-ml/headroom/autodiff"
 	"github.com/headroom-ml/headroom/compile"
@@ -238,7 +239,7 @@ func newGradRun(t *testing.T, c gradCase, seed uint64, keep func(*graph.Node) bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &gradRun{t: t, e: cpu.NewEngine(0, 0)}
+	r := &gradRun{t: t, e: runtime.NewEngine(cpu.New(0), 0)}
 	if r.x, err = r.e.Load(prog); err != nil {
 		r.e.Close()
 		t.Fatal(err)

@@ -109,13 +109,12 @@ func Parallel(parts int, fn func(arg any, part int), arg any) {
 	ParallelOn(defaultPool, parts, fn, arg)
 }
 
-// SetThreads sets the number of threads of the default pool, starting or
-// stopping its workers as needed; n <= 0 means runtime.GOMAXPROCS(0), the
-// default (taken at first use), and n is capped at MaxThreads. Each thread
-// holds a packing workspace (GemmWorkspaceBytes). It waits for a product in
-// progress to finish.
-//
-// Deprecated: engines own a Pool, sized by NewPool.
+// SetThreads sets the number of threads of the default pool (the one the
+// package-level functions run on: for tests and one-off calls; an engine's
+// backend owns a Pool of its own), starting or stopping its workers as
+// needed; n <= 0 means runtime.GOMAXPROCS(0), the default (taken at first
+// use), and n is capped at MaxThreads. It waits for a product in progress
+// to finish.
 func SetThreads(n int) {
 	defaultPool.mu.Lock()
 	defer defaultPool.mu.Unlock()
@@ -123,34 +122,4 @@ func SetThreads(n int) {
 }
 
 // Threads returns the number of threads of the default pool.
-//
-// Deprecated: engines own a Pool (Pool.Threads).
 func Threads() int { return defaultPool.Threads() }
-
-// GemmWorkspaceBytes is Pool.GemmWorkspaceBytes of the default pool.
-//
-// Deprecated: engines own a Pool (Pool.GemmWorkspaceBytes).
-func GemmWorkspaceBytes() int64 { return defaultPool.GemmWorkspaceBytes() }
-
-// UseScratch makes s the packing memory of the default pool's products
-// from now on (nil: none).
-//
-// Deprecated: engines own a Pool (Pool.SetScratch).
-func UseScratch(s *Scratch) { defaultPool.SetScratch(s) }
-
-// ReleaseScratch takes s from the default pool if it has it: after it
-// returns, no product of the default pool touches s's memory.
-//
-// Deprecated: engines own a Pool (Pool.ReleaseScratch).
-func ReleaseScratch(s *Scratch) { defaultPool.ReleaseScratch(s) }
-
-// InstalledScratch returns the default pool's Scratch (nil: none).
-//
-// Deprecated: engines own a Pool (Pool.Scratch).
-func InstalledScratch() *Scratch { return defaultPool.Scratch() }
-
-// ScratchMisses returns how many products (and convolution jobs) of the
-// default pool so far packed into its threads' own buffers on the Go heap.
-//
-// Deprecated: engines own a Pool (Pool.ScratchMisses).
-func ScratchMisses() int64 { return defaultPool.ScratchMisses() }

@@ -40,8 +40,8 @@
 //     (GOMAXPROCS, or SetThreads) start at first use, behind the
 //     package-level kernels (MatMul, Conv2D, Parallel, ...; default.go): the
 //     convenience for tests, tools and one-off calls. Engines do not use
-//     it; SetThreads, Threads, UseScratch, ReleaseScratch,
-//     InstalledScratch and ScratchMisses configure it and are deprecated.
+//     it; SetThreads and Threads size it. It has no scratch: a Scratch is
+//     given to a Pool, never installed for the whole process.
 //   - Bad data is not a programmer error: labels and indices come from data,
 //     so SoftmaxCrossEntropy, Gather, ScatterAdd and OneHot report or absorb
 //     an out-of-range value instead of panicking. Mismatched lengths or
@@ -58,17 +58,15 @@
 // planned every buffer, and the runtime's executor calls one kernel per
 // instruction with slices of its arena. Nothing here knows about graphs,
 // ledgers or devices. The pool comes from the backend: the CPU backend
-// owns one Pool per engine, made with the engine and sized by its thread
-// setting; when a plan is bound, the backend carves the plan's scratch
-// span (on the engine's ledger, sized with PackFloats and ConvPackFloats
-// for the plan's threads) into a Scratch, which the program gives its pool
-// when it runs (Pool.SetScratch) and takes back when it is closed
-// (Pool.ReleaseScratch); every instruction of a step runs its kernel on
-// that pool; and closing the engine closes the pool. So a trainer and a
-// predictor in one process each run on their own threads and pack into
-// their own memory. (Until the backend makes that move, it calls the
-// package-level kernels and installs its Scratch on the default pool with
-// UseScratch.)
+// (backend/cpu.Target) owns one Pool, sized by its one thread setting and
+// started when a program is first bound; when a plan is bound, the backend
+// carves the plan's scratch span (on the engine's ledger, sized with
+// PackFloats and ConvPackFloats for the plan's threads) into a Scratch,
+// which the program gives its pool when it runs (Pool.SetScratch) and
+// takes back when it is closed (Pool.ReleaseScratch); every instruction of
+// a step runs its kernel on that pool; and closing the backend closes the
+// pool. So a trainer and a predictor in one process each run on their own
+// threads and pack into their own memory.
 //
 // Fast versions: the plain loops are the reference. float32 MatMul runs
 // Sgemm (BLIS-style packing, a register-blocked AVX-512 or AVX2 micro-kernel

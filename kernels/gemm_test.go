@@ -165,7 +165,7 @@ func TestSgemmConcurrent(t *testing.T) {
 func TestSetThreads(t *testing.T) {
 	defer kernels.UseThreads(1)()
 	defer kernels.SplitAlways()()
-	one := kernels.GemmWorkspaceBytes()
+	one := kernels.NewPool(1).GemmWorkspaceBytes()
 	if one <= 0 {
 		t.Fatalf("GemmWorkspaceBytes on 1 thread: got %d, want > 0", one)
 	}
@@ -174,8 +174,11 @@ func TestSetThreads(t *testing.T) {
 		if got := kernels.Threads(); got != n {
 			t.Errorf("Threads after SetThreads(%d): got %d, want %d", n, got, n)
 		}
-		if got := kernels.GemmWorkspaceBytes(); got != int64(n)*one {
-			t.Errorf("GemmWorkspaceBytes on %d threads: got %d, want %d", n, got, int64(n)*one)
+		if p := kernels.NewPool(n); p.GemmWorkspaceBytes() != int64(n)*one {
+			t.Errorf("GemmWorkspaceBytes on %d threads: got %d, want %d", n, p.GemmWorkspaceBytes(), int64(n)*one)
+			p.Close()
+		} else {
+			p.Close()
 		}
 		r := rand.New(rand.NewPCG(1, uint64(n)))
 		checkSgemm(t, nil, r, 50, 300, 20, false, false, true)

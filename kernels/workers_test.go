@@ -367,9 +367,6 @@ func TestPoolScratchIsItsOwn(t *testing.T) {
 	if got := other.ScratchMisses(); got != 1 {
 		t.Errorf("other pool: ScratchMisses %d, want 1 (no Scratch of its own)", got)
 	}
-	if kernels.InstalledScratch() == s {
-		t.Errorf("the default pool has the Scratch given to a Pool")
-	}
 	kernels.SgemmOn(mine, dst, a, b, m, n, k, false, false, false)
 	if !touched(buf) || mine.ScratchMisses() != 0 {
 		t.Errorf("this pool: Scratch used %v, ScratchMisses %d; want true, 0", touched(buf), mine.ScratchMisses())
@@ -380,34 +377,5 @@ func TestPoolScratchIsItsOwn(t *testing.T) {
 	other.ReleaseScratch(s) // not other's: does nothing
 	if mine.Scratch() != s {
 		t.Errorf("after another pool's ReleaseScratch: Scratch() = %v, want %v", mine.Scratch(), s)
-	}
-}
-
-// TestDefaultPoolScratch checks the package-level scratch functions on the
-// default pool: a Scratch given with UseScratch is the one
-// InstalledScratch returns, the package-level products pack into it
-// without a miss, and after ReleaseScratch the pool has none.
-func TestDefaultPoolScratch(t *testing.T) {
-	defer kernels.WithoutExternalSgemm()()
-	const m, n, k = 40, 50, 60
-	r := rand.New(rand.NewPCG(13, 13))
-	a, b := randSlice(r, m*k), randSlice(r, k*n)
-	threads := kernels.Threads()
-	per := kernels.PackFloats(m, n, k, false)
-	buf := make([]byte, kernels.ScratchBytes(per, threads))
-	poison(buf)
-	s := kernels.NewScratch(buf, per, threads)
-	kernels.UseScratch(s)
-	if got := kernels.InstalledScratch(); got != s {
-		t.Errorf("InstalledScratch after UseScratch: got %v, want %v", got, s)
-	}
-	misses := kernels.ScratchMisses()
-	kernels.Sgemm(make([]float32, m*n), a, b, m, n, k, false, false, false)
-	if d := kernels.ScratchMisses() - misses; d != 0 || !touched(buf) {
-		t.Errorf("Sgemm with the default pool's Scratch: %d misses, Scratch used %v; want 0, true", d, touched(buf))
-	}
-	kernels.ReleaseScratch(s)
-	if got := kernels.InstalledScratch(); got != nil {
-		t.Errorf("InstalledScratch after ReleaseScratch: got %v, want nil", got)
 	}
 }

@@ -1,9 +1,10 @@
 package nn_test
 
 import (
-	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
@@ -21,7 +22,7 @@ type engine struct {
 
 func newEngine(t *testing.T) *engine {
 	t.Helper()
-	e := cpu.NewEngine(0, 0)
+	e := runtime.NewEngine(cpu.New(0), 0)
 	t.Cleanup(e.Close)
 	return &engine{t: t, e: e}
 }

@@ -63,7 +63,7 @@ func TestDecodersMatchTheModels(t *testing.T) {
 		decoder nn.Model
 	}{{"gpt", gpt, gpt.Decoder()}, {"lstm", lstm, lstm.Decoder()}} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := cpu.NewEngine(0, 0)
+			e := runtime.NewEngine(cpu.New(0), 0)
 			defer e.Close()
 			full := loadInfer(t, e, tc.model)
 			dec := loadInfer(t, e, tc.decoder)
@@ -128,7 +128,7 @@ func TestSequenceStepsAllocateNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := cpu.NewEngine(2, 0)
+			e := runtime.NewEngine(cpu.New(2), 0)
 			defer e.Close()
 			x, err := e.Load(p)
 			if err != nil {

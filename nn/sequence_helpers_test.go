@@ -97,7 +97,7 @@ func runLayer(t *testing.T, l any, ins []layerIn, dtype tensor.DType, seed uint6
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &layerRun{t: t, e: cpu.NewEngine(0, 0), names: wrt, ins: map[string]tensor.Tensor{}}
+	r := &layerRun{t: t, e: runtime.NewEngine(cpu.New(0), 0), names: wrt, ins: map[string]tensor.Tensor{}}
 	t.Cleanup(r.e.Close)
 	if r.x, err = r.e.Load(prog); err != nil {
 		t.Fatal(err)

@@ -2,9 +2,11 @@ package optim_test
 
 import (
 	"fmt"
-	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
+	"github.com/headroom-ml/headroom/runtime"
 
 	"github.com/headroom-ml/headroom/autodiff"
 	"github.com/headroom-ml/headroom/compile"
@@ -49,7 +51,7 @@ func clippedGrads(t *testing.T, clip float64) []float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cpu.NewEngine(0, 0)
+	e := runtime.NewEngine(cpu.New(0), 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {
@@ -159,7 +161,7 @@ func TestClipByGlobalNormZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cpu.NewEngine(0, 0)
+	e := runtime.NewEngine(cpu.New(0), 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {

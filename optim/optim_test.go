@@ -1,10 +1,11 @@
 package optim_test
 
 import (
-	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
 
 	"github.com/headroom-ml/headroom/autodiff"
 	"github.com/headroom-ml/headroom/compile"
@@ -100,7 +101,7 @@ func newStepper(t *testing.T, opt optim.Optimizer, oneByOne bool, clip float64) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cpu.NewEngine(0, 0)
+	e := runtime.NewEngine(cpu.New(0), 0)
 	x, err := e.Load(p)
 	if err != nil {
 		e.Close()

@@ -2,10 +2,11 @@ package runtime_test
 
 import (
 	"errors"
-	"github.com/headroom-ml/headroom/backend/cpu"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
@@ -63,11 +64,18 @@ func addOne(buf []byte) {
 // one process); the executable and the engine close with the test.
 func loadOn(t *testing.T, comm runtime.Collective, build func() (*graph.Graph, compile.Options)) *runtime.Executable {
 	t.Helper()
+	return loadWith(t, cpu.New(0), comm, build)
+}
+
+// loadWith is loadOn on the host backend host, which the test closes.
+func loadWith(t *testing.T, host *cpu.Target, comm runtime.Collective, build func() (*graph.Graph, compile.Options)) *runtime.Executable {
+	t.Helper()
+	t.Cleanup(host.Close)
 	p, err := compile.Build(build)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cpu.NewEngine(0, 0)
+	e := runtime.NewEngine(host, 0)
 	t.Cleanup(e.Close)
 	if comm != nil {
 		e.SetCollective(comm)
@@ -210,15 +218,13 @@ func TestMatMulBF16Policy(t *testing.T) {
 // the scalar conversions do.
 func TestHalfCastsInParts(t *testing.T) {
 	const n = 3<<15 + 7 // over exec's split threshold, not a multiple of the parts
-	old := kernels.Threads()
-	kernels.SetThreads(2)
-	defer kernels.SetThreads(old)
 	for _, dt := range []tensor.DType{tensor.BFloat16, tensor.Float16} {
-		x := loadOn(t, nil, func() (*graph.Graph, compile.Options) {
+		host := cpu.New(2)
+		x := loadWith(t, host, nil, func() (*graph.Graph, compile.Options) {
 			g := graph.New()
 			x := g.Input("x", tensor.Float32, tensor.Shape{n})
 			low := graph.Cast(x, dt)
-			return g, compile.Options{Target: cpu.New(0), Outputs: []compile.Output{{Name: "low", Node: low}, {Name: "back", Node: graph.Cast(low, tensor.Float32)}}}
+			return g, compile.Options{Target: host, Outputs: []compile.Output{{Name: "low", Node: low}, {Name: "back", Node: graph.Cast(low, tensor.Float32)}}}
 		})
 		in, _ := x.Input("x")
 		for i := range in.Float32s() {

@@ -2,10 +2,12 @@ package runtime_test
 
 import (
 	"fmt"
-	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
+	"github.com/headroom-ml/headroom/runtime"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
@@ -110,7 +112,7 @@ func runOnce(t *testing.T, build func() (*graph.Graph, compile.Options), plain b
 	if err := p.Plan.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e := cpu.NewEngine(0, 0)
+	e := runtime.NewEngine(cpu.New(0), 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {

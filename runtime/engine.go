@@ -27,17 +27,29 @@ type Engine struct {
 }
 
 // NewEngine returns an engine on backend b's device with a ledger named
-// after the device under budget bytes (<= 0: no budget).
-func NewEngine(b Backend, budget int64) *Engine {
-	l := mem.NewLedger(b.Device().Name(), budget)
-	return New(b, mem.NewAllocator(b.Device(), l, mem.AllocatorOptions{Site: CallerSite}))
+// after the device under budget bytes (<= 0: no budget): the one way to
+// make an engine. Options change how its memory is taken (OnAllocator).
+func NewEngine(b Backend, budget int64, opts ...EngineOption) *Engine {
+	e := &Engine{backend: b, vars: map[string]*Variable{}}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.alloc == nil {
+		l := mem.NewLedger(b.Device().Name(), budget)
+		e.alloc = mem.NewAllocator(b.Device(), l, mem.AllocatorOptions{Site: CallerSite})
+	}
+	e.ledger = e.alloc.Ledger()
+	return e
 }
 
-// New returns an engine running on backend b over alloc (memory of b's
-// device), whose charges go to alloc's ledger.
-func New(b Backend, alloc *mem.Allocator) *Engine {
-	return &Engine{backend: b, alloc: alloc, ledger: alloc.Ledger(), vars: map[string]*Variable{}}
-}
+// EngineOption sets how an engine takes its memory.
+type EngineOption func(*Engine)
+
+// OnAllocator makes the engine reserve from alloc (memory of the backend's
+// device; its ledger, with its budget, is the engine's) instead of an
+// allocator of its own: a test's allocator with small chunks, or an
+// allocator shared by engines on one device.
+func OnAllocator(alloc *mem.Allocator) EngineOption { return func(e *Engine) { e.alloc = alloc } }
 
 // SetCollective makes programs loaded from now on run their collective
 // instructions over c (the processes of a data-parallel run).

@@ -1,10 +1,12 @@
 package runtime_test
 
 import (
-	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
+	"github.com/headroom-ml/headroom/runtime"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
@@ -30,7 +32,7 @@ func TestFusedChainsSplitAcrossThreads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := cpu.NewEngine(0, 0)
+		e := runtime.NewEngine(cpu.New(0), 0)
 		defer e.Close()
 		x, err := e.Load(p)
 		if err != nil {

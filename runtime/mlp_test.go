@@ -2,11 +2,12 @@ package runtime_test
 
 import (
 	"errors"
-	"github.com/headroom-ml/headroom/backend/cpu"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/headroom-ml/headroom/backend/cpu"
 
 	"github.com/headroom-ml/headroom/autodiff"
 	"github.com/headroom-ml/headroom/compile"
@@ -100,7 +101,7 @@ func compileMLP(t *testing.T, batch int) *compile.Program {
 func TestMLPTrainsAndMatchesPlan(t *testing.T) {
 	const batch, n = 32, 512
 	p := compileMLP(t, batch)
-	e := cpu.NewEngine(0, 0)
+	e := runtime.NewEngine(cpu.New(0), 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {
@@ -179,7 +180,7 @@ func TestMLPBudget(t *testing.T) {
 	checkOOMMessage(t, err.Error())
 
 	// Reserving under a ledger budget one byte short fails and takes nothing.
-	e := cpu.NewEngine(0, peak-1)
+	e := runtime.NewEngine(cpu.New(0), peak-1)
 	if _, err := e.Load(p); !errors.As(err, &oom) {
 		t.Fatalf("load with budget peak-1: got %v, want *mem.OOMError", err)
 	} else {
@@ -191,7 +192,7 @@ func TestMLPBudget(t *testing.T) {
 	e.Close()
 
 	// Exactly at the peak, it loads and runs.
-	e = cpu.NewEngine(0, peak)
+	e = runtime.NewEngine(cpu.New(0), peak)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {
@@ -217,7 +218,7 @@ func checkOOMMessage(t *testing.T, msg string) {
 
 func TestBadLabelIsAnError(t *testing.T) {
 	p := compileMLP(t, 4)
-	e := cpu.NewEngine(0, 0)
+	e := runtime.NewEngine(cpu.New(0), 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {

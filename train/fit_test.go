@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/data"
 
-	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
@@ -109,23 +109,25 @@ func TestFitIsDeterministicAndResumesExactly(t *testing.T) {
 
 // TestPackingIsPlanned: with the run's threads planned, every matrix
 // product of training and evaluation packs into the scratch the plan
-// reserved (on the ledger), none into the kernels' own heap buffers.
+// reserved (on the ledger), none into the backend's pool's own heap
+// buffers.
 func TestPackingIsPlanned(t *testing.T) {
 	ds := blobs(1, 500, 8, 4)
 	for _, threads := range []int{1, 2} {
-		old := kernels.Threads()
-		kernels.SetThreads(threads)
-		cfg := train.Config{Model: mlp(), Epochs: 2, Batch: 64, Seed: 3, Threads: threads}
-		misses := kernels.ScratchMisses()
+		host := cpu.New(threads)
+		cfg := train.Config{Model: mlp(), Epochs: 2, Batch: 64, Seed: 3, Threads: threads, Backend: host}
 		tr, h := fitOn(t, cfg, train.InMemory(ds, blobs(1, 100, 8, 4)))
-		if d := kernels.ScratchMisses() - misses; d != 0 {
+		if d := host.Pool().ScratchMisses(); d != 0 {
 			t.Errorf("%d threads: %d products packed outside the planned scratch", threads, d)
+		}
+		if got := host.Pool().Threads(); got != threads {
+			t.Errorf("the backend's pool runs %d threads, want %d", got, threads)
 		}
 		if tr.Plan.Scratch <= 0 || h.MeasuredPeak != tr.Planned {
 			t.Errorf("%d threads: plan scratch %d B, measured %d B, planned %d B", threads, tr.Plan.Scratch, h.MeasuredPeak, tr.Planned)
 		}
 		tr.Close()
-		kernels.SetThreads(old)
+		host.Close()
 	}
 }
 

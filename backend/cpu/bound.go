@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/runtime"
 )
 
@@ -32,13 +33,17 @@ type Bound struct {
 	// the Request reports it) and how long this instruction waited for them
 	took, waited time.Duration
 
-	splits int // a kernel split over the kernels' threads: into this many parts
+	splits int // a kernel split over the pool's threads: into this many parts
+
+	// pool runs the kernels that split over threads: the backend's own
+	// (see Target)
+	pool *kernels.Pool
 }
 
 // bind binds b to in over bufs, the bytes of every buffer of the program,
 // and takes its kernel from the table. comm runs its collectives.
-func bind(b *Bound, in *compile.Instr, bufs [][]byte, comm runtime.Collective) error {
-	*b = Bound{Comm: comm, Instr: in, out: bufs[in.Out], in: make([][]byte, len(in.In))}
+func bind(b *Bound, in *compile.Instr, bufs [][]byte, comm runtime.Collective, pool *kernels.Pool) error {
+	*b = Bound{Comm: comm, Instr: in, out: bufs[in.Out], in: make([][]byte, len(in.In)), pool: pool}
 	if in.Work >= 0 && in.Work < len(bufs) {
 		b.work = bufs[in.Work]
 	}

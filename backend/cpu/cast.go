@@ -109,9 +109,9 @@ func (b *Bound) runHalfCast(part func(arg any, p int)) {
 	n := len(b.out) / b.DType.Size()
 	b.splits = 1
 	if n >= halfCastMin {
-		b.splits = kernels.Threads()
+		b.splits = b.pool.Threads()
 	}
-	kernels.Parallel(b.splits, part, b)
+	kernels.ParallelOn(b.pool, b.splits, part, b)
 }
 
 // The parts of the half casts: part p of b.splits of the elements.

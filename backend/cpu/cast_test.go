@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -15,7 +14,6 @@ import (
 // conversions do, the same bits on one thread and on three, allocating
 // nothing.
 func TestHalfCastSplit(t *testing.T) {
-	defer kernels.SetThreads(kernels.Threads())
 	for _, c := range []struct {
 		dt    tensor.DType
 		round func(float32) float32
@@ -27,10 +25,8 @@ func TestHalfCastSplit(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%v", c.dt, shape), func(t *testing.T) {
 				through := func(a, _ *graph.Node) *graph.Node { return graph.Cast(graph.Cast(a, c.dt), tensor.Float32) }
 				a := randomInput(shape, 3)
-				kernels.SetThreads(1)
-				one := runOp(t, shape, through, a, a)
-				kernels.SetThreads(3)
-				three := runOp(t, shape, through, a, a)
+				one := runOp(t, 1, shape, through, a, a)
+				three := runOp(t, 3, shape, through, a, a)
 				for i := range one {
 					if math.Float32bits(one[i]) != math.Float32bits(three[i]) || one[i] != c.round(a[i]) {
 						t.Fatalf("element %d: %v on one thread, %v on three, want %v", i, one[i], three[i], c.round(a[i]))

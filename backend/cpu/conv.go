@@ -13,18 +13,18 @@ import (
 // operands into the engine's scratch; Conv2D with dilation or groups runs
 // the same kernels, which pick the general path from the geometry.
 func init() {
-	register(graph.OpConv2D, convKernel(kernels.Conv2D[float32], kernels.Conv2DBF16, kernels.Conv2D[float64]))
-	register(graph.OpConv2DBackpropInput, convKernel(kernels.Conv2DBackpropInput[float32], kernels.Conv2DBackpropInputBF16, kernels.Conv2DBackpropInput[float64]))
-	register(graph.OpConv2DBackpropFilter, convKernel(kernels.Conv2DBackpropFilter[float32], kernels.Conv2DBackpropFilterBF16, kernels.Conv2DBackpropFilter[float64]))
-	register(graph.OpMaxPool2D, kernel{bind: floats(bindPool(kernels.MaxPool2D[float32]), bindPool(kernels.MaxPool2D[float64]))})
-	register(graph.OpAvgPool2D, kernel{bind: floats(bindPool(kernels.AvgPool2D[float32]), bindPool(kernels.AvgPool2D[float64]))})
-	register(graph.OpAvgPool2DGrad, kernel{bind: floats(bindPool(kernels.AvgPool2DGrad[float32]), bindPool(kernels.AvgPool2DGrad[float64]))})
+	register(graph.OpConv2D, convKernel(kernels.Conv2DOn[float32], kernels.Conv2DBF16On, kernels.Conv2DOn[float64]))
+	register(graph.OpConv2DBackpropInput, convKernel(kernels.Conv2DBackpropInputOn[float32], kernels.Conv2DBackpropInputBF16On, kernels.Conv2DBackpropInputOn[float64]))
+	register(graph.OpConv2DBackpropFilter, convKernel(kernels.Conv2DBackpropFilterOn[float32], kernels.Conv2DBackpropFilterBF16On, kernels.Conv2DBackpropFilterOn[float64]))
+	register(graph.OpMaxPool2D, kernel{bind: floats(bindPool(kernels.MaxPool2DOn[float32]), bindPool(kernels.MaxPool2DOn[float64]))})
+	register(graph.OpAvgPool2D, kernel{bind: floats(bindPool(onOne(kernels.AvgPool2D[float32])), bindPool(onOne(kernels.AvgPool2D[float64])))})
+	register(graph.OpAvgPool2DGrad, kernel{bind: floats(bindPool(onOne(kernels.AvgPool2DGrad[float32])), bindPool(onOne(kernels.AvgPool2DGrad[float64])))})
 	register(graph.OpMaxPool2DGrad, kernel{bind: floats(bindMaxPoolGrad[float32], bindMaxPoolGrad[float64])})
 }
 
 // convFunc is a convolution kernel: dst from x and the filter (or dy),
 // with work the im2col rows.
-type convFunc[T kernels.Float] func(dst, x, filter, work []T, g kernels.ConvGeom, f int) []T
+type convFunc[T kernels.Float] func(p *kernels.Pool, dst, x, filter, work []T, g kernels.ConvGeom, f int) []T
 
 // convKernel is the kernel of a convolution or gradient: f32 or, with
 // bfloat16 operands, bf16; f64; the im2col workspace and the packing
@@ -46,19 +46,24 @@ func convKernel(f32, bf16 convFunc[float32], f64 convFunc[float64]) kernel {
 
 func bindConv[T kernels.Float](b *Bound, conv convFunc[T]) func() error {
 	dst, x, y, work := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.work)
-	g, f := kernels.ConvGeom(b.Window.Geom), b.Window.F
+	g, f, p := kernels.ConvGeom(b.Window.Geom), b.Window.F, b.pool
 	return func() error {
-		conv(dst, x, y, work, g, f)
+		conv(p, dst, x, y, work, g, f)
 		return nil
 	}
 }
 
+// onOne adapts a pooling that runs on the calling thread alone.
+func onOne[T kernels.Float](f func(dst, x []T, g kernels.ConvGeom) []T) func(*kernels.Pool, []T, []T, kernels.ConvGeom) []T {
+	return func(_ *kernels.Pool, dst, x []T, g kernels.ConvGeom) []T { return f(dst, x, g) }
+}
+
 // bindPool binds a pooling of its first input (or its gradient dy).
-func bindPool[T kernels.Float](pool func(dst, x []T, g kernels.ConvGeom) []T) binder {
+func bindPool[T kernels.Float](pool func(p *kernels.Pool, dst, x []T, g kernels.ConvGeom) []T) binder {
 	return func(b *Bound) func() error {
-		dst, x, g := tensor.As[T](b.out), tensor.As[T](b.in[0]), kernels.ConvGeom(b.Window.Geom)
+		dst, x, g, p := tensor.As[T](b.out), tensor.As[T](b.in[0]), kernels.ConvGeom(b.Window.Geom), b.pool
 		return func() error {
-			pool(dst, x, g)
+			pool(p, dst, x, g)
 			return nil
 		}
 	}
@@ -67,13 +72,13 @@ func bindPool[T kernels.Float](pool func(dst, x []T, g kernels.ConvGeom) []T) bi
 // bindMaxPoolGrad binds x, dy -> dx, through ReluGrad by x when compile
 // fused the pair (ReluMask).
 func bindMaxPoolGrad[T kernels.Float](b *Bound) func() error {
-	dst, x, dy, g := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), kernels.ConvGeom(b.Window.Geom)
-	grad := kernels.MaxPool2DGrad[T]
+	dst, x, dy, g, p := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), kernels.ConvGeom(b.Window.Geom), b.pool
+	grad := kernels.MaxPool2DGradOn[T]
 	if b.Window.ReluMask {
-		grad = kernels.MaxPool2DReluGrad[T]
+		grad = kernels.MaxPool2DReluGradOn[T]
 	}
 	return func() error {
-		grad(dst, x, dy, g)
+		grad(p, dst, x, dy, g)
 		return nil
 	}
 }

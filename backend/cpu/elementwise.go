@@ -75,7 +75,7 @@ func sigmoid[T kernels.Float](dst, a, _ []T)     { kernels.Sigmoid(dst, a) }
 func tanh[T kernels.Float](dst, a, _ []T)        { kernels.Tanh(dst, a) }
 func erf[T kernels.Float](dst, a, _ []T)         { kernels.Erf(dst, a) }
 func abs[T kernels.Float](dst, a, _ []T)         { kernels.Abs(dst, a) }
-func reluGrad[T kernels.Float](dst, a, b []T)    { kernels.ReluGrad(dst, a, b) }
+func reluGrad[T kernels.Float](dst, a, b []T)    { kernels.ReluGradOn(serial, dst, a, b) }
 func sigmoidGrad[T kernels.Float](dst, a, b []T) { kernels.SigmoidGrad(dst, a, b) }
 func tanhGrad[T kernels.Float](dst, a, b []T)    { kernels.TanhGrad(dst, a, b) }
 func binaryStep[T kernels.Float](op kernels.BinaryOp) func(dst, a, b []T) {
@@ -110,12 +110,12 @@ func newChunked[T kernels.Float](b *Bound, f func(dst, a, c []T)) func() error {
 }
 
 func (r *chunked[T]) run() error {
-	if len(r.dst) < elementwiseSplit || kernels.Threads() < 2 {
+	if len(r.dst) < elementwiseSplit || r.b.pool.Threads() < 2 {
 		r.f(r.dst, r.a, r.c)
 		return nil
 	}
-	r.b.splits = kernels.Threads()
-	kernels.Parallel(r.b.splits, r.part, r)
+	r.b.splits = r.b.pool.Threads()
+	kernels.ParallelOn(r.b.pool, r.b.splits, r.part, r)
 	return nil
 }
 

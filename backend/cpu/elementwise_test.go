@@ -9,7 +9,7 @@ import (
 	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -30,15 +30,12 @@ func TestElementwiseSplit(t *testing.T) {
 		{"tanh", func(a, b *graph.Node) *graph.Node { return graph.Tanh(a) }, func(a, b float64) float64 { return math.Tanh(a) }},
 		{"exp", func(a, b *graph.Node) *graph.Node { return graph.Exp(a) }, func(a, b float64) float64 { return math.Exp(a) }},
 	}
-	defer kernels.SetThreads(kernels.Threads())
 	for _, op := range ops {
 		for _, shape := range []tensor.Shape{{301, 223}, {7, 5}} {
 			t.Run(fmt.Sprintf("%s/%v", op.name, shape), func(t *testing.T) {
 				a, b := randomInput(shape, 1), randomInput(shape, 2)
-				kernels.SetThreads(1)
-				one := runOp(t, shape, op.f, a, b)
-				kernels.SetThreads(3)
-				three := runOp(t, shape, op.f, a, b)
+				one := runOp(t, 1, shape, op.f, a, b)
+				three := runOp(t, 3, shape, op.f, a, b)
 				for i := range one {
 					if math.Float32bits(one[i]) != math.Float32bits(three[i]) {
 						t.Fatalf("element %d: %v on one thread, %v on three", i, one[i], three[i])
@@ -62,18 +59,21 @@ func randomInput(shape tensor.Shape, seed uint64) []float32 {
 	return f
 }
 
-func runOp(t *testing.T, shape tensor.Shape, f func(a, b *graph.Node) *graph.Node, a, b []float32) []float32 {
+// runOp runs f(a, b) on a host backend of threads threads.
+func runOp(t *testing.T, threads int, shape tensor.Shape, f func(a, b *graph.Node) *graph.Node, a, b []float32) []float32 {
 	t.Helper()
+	host := cpu.New(threads)
+	defer host.Close()
 	p, err := compile.Build(func() (*graph.Graph, compile.Options) {
 		g := graph.New()
 		x := g.Input("a", tensor.Float32, shape)
 		y := g.Input("b", tensor.Float32, shape)
-		return g, compile.Options{Target: cpu.New(kernels.Threads()), Outputs: []compile.Output{{Name: "y", Node: f(x, y)}}, DisableFusion: true}
+		return g, compile.Options{Target: host, Outputs: []compile.Output{{Name: "y", Node: f(x, y)}}, DisableFusion: true}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cpu.NewEngine(kernels.Threads(), 0)
+	e := runtime.NewEngine(host, 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {
@@ -89,7 +89,7 @@ func runOp(t *testing.T, shape tensor.Shape, f func(a, b *graph.Node) *graph.Nod
 		t.Fatal(err)
 	}
 	if allocs := testing.AllocsPerRun(3, func() { x.Run() }); allocs != 0 { // split or not, a step allocates nothing
-		t.Errorf("AllocsPerRun(Run) = %v on %d threads, want 0", allocs, kernels.Threads())
+		t.Errorf("AllocsPerRun(Run) = %v on %d threads, want 0", allocs, threads)
 	}
 	y, _ := x.Output("y")
 	return append([]float32(nil), y.Float32s()...)

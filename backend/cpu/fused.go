@@ -64,6 +64,7 @@ type fusedRun[T kernels.Float] struct {
 	slot   []int    // workspace slot of each staged leaf
 	steps  []fusedStep[T]
 	part   func(arg any, t int) // fusedPart[T], made once when bound
+	pool   *kernels.Pool
 }
 
 // fusedStep is a step of a chain bound to its chunk kernel: dst = run(a,
@@ -80,7 +81,7 @@ type fusedStep[T kernels.Float] struct {
 func bindFused[T kernels.Float](pick func(k *stepKernel) func(dst, a, b []T)) binder {
 	return func(b *Bound) func() error {
 		f := b.Fused
-		r := &fusedRun[T]{f: f, total: tensor.Shape(b.Shape).Size(), out: tensor.As[T](b.out), work: tensor.As[T](b.work),
+		r := &fusedRun[T]{pool: b.pool, f: f, total: tensor.Shape(b.Shape).Size(), out: tensor.As[T](b.out), work: tensor.As[T](b.work),
 			leaves: make([][]T, len(b.in)), conds: make([][]byte, len(b.in)), slot: make([]int, len(b.in)), part: fusedPart[T]}
 		slot := 0
 		for i, l := range f.Leaves {
@@ -107,14 +108,14 @@ func bindFused[T kernels.Float](pick func(k *stepKernel) func(dst, a, b []T)) bi
 }
 
 // run runs the chain split over its threads, as parts on the kernels'
-// worker pool (kernels.Parallel); part t uses the registers of slot t.
+// worker pool (kernels.ParallelOn); part t uses the registers of slot t.
 // Nothing is allocated.
 func (r *fusedRun[T]) run() error {
 	if r.f.Threads <= 1 || r.total < ParallelMin {
 		r.runRange(0, r.total, 0)
 		return nil
 	}
-	kernels.Parallel(r.f.Threads, r.part, r)
+	kernels.ParallelOn(r.pool, r.f.Threads, r.part, r)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -61,7 +62,7 @@ func runChain(t *testing.T, shape tensor.Shape, threads int, noFusion bool) []fl
 	if (fusedInstrs == 1) == noFusion {
 		t.Fatalf("%d fused instructions with fusion disabled: %v", fusedInstrs, noFusion)
 	}
-	e := cpu.NewEngine(threads, 0)
+	e := runtime.NewEngine(cpu.New(threads), 0)
 	defer e.Close()
 	x, err := e.Load(p)
 	if err != nil {

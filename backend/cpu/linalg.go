@@ -14,10 +14,10 @@ func init() {
 	register(graph.OpMatMul, kernel{
 		bind: floats(func(b *Bound) func() error {
 			if b.MatMul.BF16 {
-				return bindMatMul(b, kernels.MatMulBF16)
+				return bindMatMul(b, kernels.MatMulBF16On)
 			}
-			return bindMatMul(b, kernels.MatMul[float32])
-		}, func(b *Bound) func() error { return bindMatMul(b, kernels.MatMul[float64]) }),
+			return bindMatMul(b, kernels.MatMulOn[float32])
+		}, func(b *Bound) func() error { return bindMatMul(b, kernels.MatMulOn[float64]) }),
 		scratch: func(it *compile.Instr) int {
 			g := it.MatMul
 			m := g.M
@@ -31,20 +31,20 @@ func init() {
 
 // bindMatMul binds a product over its batch with mm (kernels.MatMul, or
 // MatMulBF16 for bfloat16 operands).
-func bindMatMul[T kernels.Float](b *Bound, mm func(dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T) func() error {
-	dst, x, y, g := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), *b.MatMul
+func bindMatMul[T kernels.Float](b *Bound, mm func(p *kernels.Pool, dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T) func() error {
+	dst, x, y, g, p := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), *b.MatMul, b.pool
 	return func() error {
-		matmul(&g, dst, x, y, mm)
+		matmul(p, &g, dst, x, y, mm)
 		return nil
 	}
 }
 
 // matmul runs the product g over its batch with mm.
-func matmul[T kernels.Float](g *compile.MatMulGeom, dst, x, y []T, mm func(dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T) {
+func matmul[T kernels.Float](p *kernels.Pool, g *compile.MatMulGeom, dst, x, y []T, mm func(p *kernels.Pool, dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T) {
 	am, bm, cm := g.M*g.K, g.K*g.N, g.M*g.N
 	if g.SharedB && !g.TransA {
 		// rows of every batch element are contiguous: one product
-		mm(dst, x, y, g.Batch*g.M, g.N, g.K, false, g.TransB, false)
+		mm(p, dst, x, y, g.Batch*g.M, g.N, g.K, false, g.TransB, false)
 		return
 	}
 	for i := 0; i < g.Batch; i++ {
@@ -52,6 +52,6 @@ func matmul[T kernels.Float](g *compile.MatMulGeom, dst, x, y []T, mm func(dst, 
 		if !g.SharedB {
 			yb = y[i*bm : (i+1)*bm]
 		}
-		mm(dst[i*cm:(i+1)*cm], x[i*am:(i+1)*am], yb, g.M, g.N, g.K, g.TransA, g.TransB, false)
+		mm(p, dst[i*cm:(i+1)*cm], x[i*am:(i+1)*am], yb, g.M, g.N, g.K, g.TransA, g.TransB, false)
 	}
 }

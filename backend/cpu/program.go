@@ -11,6 +11,7 @@ import (
 type program struct {
 	name    string
 	bound   []Bound
+	pool    *kernels.Pool    // the backend's: the kernels' threads
 	scratch *kernels.Scratch // the engine's scratch: the products' packing buffers
 }
 
@@ -19,7 +20,7 @@ type program struct {
 // allocates nothing unless a step fails on bad data.
 func (p *program) Run() error {
 	if p.scratch != nil {
-		kernels.UseScratch(p.scratch)
+		p.pool.SetScratch(p.scratch) // the engine's: another may have run on the pool
 	}
 	for i := range p.bound {
 		if err := p.bound[i].run(); err != nil {
@@ -38,11 +39,11 @@ func (p *program) Run() error {
 // long it waited for them, over every run so far.
 func (p *program) AllReduceTimes() (took, waited time.Duration) { return allReduceTimes(p.bound) }
 
-// Close uninstalls the program's scratch from the kernels, before its
-// memory is freed.
+// Close takes the program's scratch from the pool, before its memory is
+// freed.
 func (p *program) Close() {
 	if p.scratch != nil {
-		kernels.ReleaseScratch(p.scratch)
+		p.pool.ReleaseScratch(p.scratch)
 		p.scratch = nil
 	}
 }

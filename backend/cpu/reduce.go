@@ -14,18 +14,18 @@ func init() {
 }
 
 func bindReduceSum[T kernels.Float](b *Bound) func() error {
-	dst, x, g := tensor.As[T](b.out), tensor.As[T](b.in[0]), b.Reduce
+	dst, x, g, p := tensor.As[T](b.out), tensor.As[T](b.in[0]), b.Reduce, b.pool
 	return func() error {
-		kernels.ReduceSum(dst, x, g.XShape, g.DstStrides)
+		kernels.ReduceSumOn(p, dst, x, g.XShape, g.DstStrides)
 		return nil
 	}
 }
 
 // bindReduceMean binds the sum scaled by 1/count.
 func bindReduceMean[T kernels.Float](b *Bound) func() error {
-	dst, x, g := tensor.As[T](b.out), tensor.As[T](b.in[0]), b.Reduce
+	dst, x, g, p := tensor.As[T](b.out), tensor.As[T](b.in[0]), b.Reduce, b.pool
 	return func() error {
-		kernels.ReduceSum(dst, x, g.XShape, g.DstStrides)
+		kernels.ReduceSumOn(p, dst, x, g.XShape, g.DstStrides)
 		kernels.BinaryScalar(kernels.Mul, dst, dst, T(g.Scale))
 		return nil
 	}

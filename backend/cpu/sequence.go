@@ -116,7 +116,7 @@ func attention[T kernels.Float](b *Bound) error {
 	p := b.boundParams()
 	work := tensor.As[T](b.work)
 	lse := part(b, 0, p.B*p.H*p.Tq, &work)
-	kernels.AttentionForward(tensor.As[T](b.out), lse, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.in[2]), p, work)
+	kernels.AttentionForwardOn(b.pool, tensor.As[T](b.out), lse, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.in[2]), p, work)
 	return nil
 }
 
@@ -129,7 +129,7 @@ func attentionGrad[T kernels.Float](b *Bound) error {
 	dk := part(b, 0, nk, &work)
 	dv := part(b, 1, nk, &work)
 	in := func(i int) []T { return tensor.As[T](b.in[i]) }
-	kernels.AttentionBackward(tensor.As[T](b.out), dk, dv, in(5), in(3), in(4), in(0), in(1), in(2), p, work)
+	kernels.AttentionBackwardOn(b.pool, tensor.As[T](b.out), dk, dv, in(5), in(3), in(4), in(0), in(1), in(2), p, work)
 	return nil
 }
 
@@ -204,9 +204,9 @@ func geluGradPart[T kernels.Float](arg any, p int) {
 func split(b *Bound, part func(arg any, p int)) {
 	b.splits = 1
 	if len(b.out)/b.DType.Size() >= geluSplit {
-		b.splits = kernels.Threads()
+		b.splits = b.pool.Threads()
 	}
-	kernels.Parallel(b.splits, part, b)
+	kernels.ParallelOn(b.pool, b.splits, part, b)
 }
 
 // lnChunks is how many parts the rows of a layer norm are split into: a
@@ -219,7 +219,7 @@ func bindLayerNorm(part func(arg any, p int)) binder {
 	return func(b *Bound) func() error {
 		return func() error {
 			b.splits = lnChunks(b.Matrix.Rows)
-			kernels.Parallel(b.splits, part, b)
+			kernels.ParallelOn(b.pool, b.splits, part, b)
 			return nil
 		}
 	}
@@ -246,7 +246,7 @@ func bindLayerNormGrad[T kernels.Float](b *Bound) func() error {
 		b.splits = lnChunks(b.Matrix.Rows)
 		sums := tensor.As[float64](b.work[:b.splits*2*b.Matrix.Cols*8])
 		clear(sums)
-		kernels.Parallel(b.splits, chunk, b)
+		kernels.ParallelOn(b.pool, b.splits, chunk, b)
 		layerNormGradSums[T](b, sums)
 		return nil
 	}

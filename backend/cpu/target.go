@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
@@ -12,22 +13,45 @@ import (
 )
 
 // Target is the host backend: compile's Target and runtime's Backend over
-// host memory.
+// host memory. It owns the kernels' worker pool (kernels.Pool: its
+// threads, its packing scratch), as a gonum BLAS implementation is a
+// value: two backends in one process, a trainer's and a predictor's, each
+// run on their own threads and pack into their own engine's scratch. The
+// one thread setting sizes both the plan (fused chains split over it, the
+// scratch reserved per thread) and the pool. Programs bound on one Target
+// run one at a time (an engine's do); give engines that run at once a
+// Target each.
 type Target struct {
 	threads int
+	once    sync.Once
+	pool    *kernels.Pool // made when a program is first bound
 }
 
 var _ runtime.Backend = (*Target)(nil)
 
-// New returns the host backend, planning fused chains for threads threads
-// (<= 0: one). Set kernels.SetThreads to match: the kernels run on its
-// worker pool.
+// New returns the host backend with threads threads (<= 0: one). Its
+// worker pool starts when a program is first bound (planning starts no
+// thread); Close stops it.
 func New(threads int) *Target { return &Target{threads: max(1, threads)} }
 
-// NewEngine returns an engine on the host backend with a ledger named
-// "cpu" under budget bytes (<= 0: no budget), planning for threads threads.
-func NewEngine(threads int, budget int64) *runtime.Engine {
-	return runtime.NewEngine(New(threads), budget)
+// serial runs the kernels that must not split (an elementwise step inside
+// a part that already runs on a pool's thread, constant folding): a pool
+// of one thread, which starts no goroutine and shares nothing mutable.
+var serial = kernels.NewPool(1)
+
+// Pool returns the backend's worker pool, starting it.
+func (t *Target) Pool() *kernels.Pool {
+	t.once.Do(func() { t.pool = kernels.NewPool(t.threads) })
+	return t.pool
+}
+
+// Close stops the backend's worker threads. Programs bound on it must not
+// run again.
+func (t *Target) Close() {
+	t.once.Do(func() {}) // a later Pool makes none
+	if t.pool != nil {
+		t.pool.Close()
+	}
 }
 
 // Name returns "cpu".
@@ -90,7 +114,7 @@ func (t *Target) Scratch(instrs []compile.Instr) int64 {
 // Evaluate runs it over host buffers.
 func (t *Target) Evaluate(it *compile.Instr, bufs [][]byte) error {
 	var b Bound
-	if err := bind(&b, it, bufs, nil); err != nil {
+	if err := bind(&b, it, bufs, nil, serial); err != nil {
 		return err
 	}
 	return b.Run()
@@ -105,7 +129,7 @@ func (t *Target) HostAddressable() bool { return true }
 // Bind binds every instruction of p to its kernel and typed views of its
 // buffers.
 func (t *Target) Bind(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, comm runtime.Collective) (runtime.Bound, error) {
-	return BindHost(p, bufs, scratch, t.threads, comm)
+	return t.BindHost(p, bufs, scratch, comm)
 }
 
 // BindHost binds p's instructions to buffers whose bytes the host can
@@ -113,14 +137,15 @@ func (t *Target) Bind(p *compile.Program, bufs []runtime.Span, scratch runtime.S
 // Each instruction's kernel is chosen here, once. The products pack into
 // scratch, split over threads (see Target.Scratch). An instruction the
 // host has no kernel for is an error.
-func BindHost(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, threads int, comm runtime.Collective) (runtime.Bound, error) {
+func (t *Target) BindHost(p *compile.Program, bufs []runtime.Span, scratch runtime.Span, comm runtime.Collective) (runtime.Bound, error) {
 	views := make([][]byte, len(bufs))
 	for i, s := range bufs {
 		views[i] = s.Bytes()
 	}
-	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs))}
+	pool, threads := t.Pool(), t.threads
+	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs)), pool: pool}
 	for i := range p.Instrs {
-		if err := bind(&r.bound[i], &p.Instrs[i], views, comm); err != nil {
+		if err := bind(&r.bound[i], &p.Instrs[i], views, comm, pool); err != nil {
 			return nil, fmt.Errorf("binding %q: %w", p.Name, err)
 		}
 	}

@@ -48,7 +48,7 @@ func init() {
 // bindConvTranspose binds x [N, H, W, Cin] as the dy of a Conv2D from the
 // output [Of] with the filter [KH, KW, Cout, Cin].
 func bindConvTranspose[T kernels.Float](b *Bound) func() error {
-	return bindConv(b, kernels.Conv2DBackpropInput[T])
+	return bindConv(b, kernels.Conv2DBackpropInputOn[T])
 }
 
 // bindResize binds a resize (or its gradient) of the sizes of b's Window.
@@ -64,9 +64,9 @@ func bindResize[T kernels.Float](f func(dst, x []T, g kernels.ResizeGeom) []T) b
 }
 
 func bindMoments[T kernels.Float](b *Bound) func() error {
-	dst, x, work, g := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[float64](b.work), *b.Matrix
+	dst, x, work, g, p := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[float64](b.work), *b.Matrix, b.pool
 	return func() error {
-		kernels.Moments(dst, x, g.Rows, g.Cols, work)
+		kernels.MomentsOn(p, dst, x, g.Rows, g.Cols, work)
 		return nil
 	}
 }

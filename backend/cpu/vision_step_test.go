@@ -7,8 +7,8 @@ import (
 
 	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -19,8 +19,6 @@ import (
 // normalization, the activation ops) runs on two threads without a Go
 // allocation after warm-up, and its loss is finite.
 func TestVisionStepAllocatesNothing(t *testing.T) {
-	defer kernels.SetThreads(kernels.Threads())
-	kernels.SetThreads(2)
 	six := 6.0
 	x := nn.NewInput("x", tensor.Shape{12, 12, 3})
 	h := nn.Apply(&nn.Conv2D{LayerName: "c1", Filters: 8, Kernel: [2]int{3, 3}, Same: true, Groups: 1}, x)
@@ -43,11 +41,13 @@ func TestVisionStepAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := step.Compile(step.Config{Model: m, Target: cpu.New(2)}, 6, step.Train, (*step.Builder).Standard)
+	host := cpu.New(2)
+	defer host.Close()
+	p, err := step.Compile(step.Config{Model: m, Target: host}, 6, step.Train, (*step.Builder).Standard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cpu.NewEngine(2, 0)
+	e := runtime.NewEngine(host, 0)
 	defer e.Close()
 	ex, err := e.Load(p)
 	if err != nil {

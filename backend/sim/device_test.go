@@ -84,7 +84,7 @@ func compileCase(t *testing.T, c simCase) compiled {
 func simEngine(capacity, chunk, budget int64) (*runtime.Engine, mem.Device, *mem.Ledger) {
 	target := sim.New(capacity, 1)
 	ledger := mem.NewLedger("sim budget", budget)
-	return runtime.New(target, mem.NewAllocator(target.Device(), ledger, mem.AllocatorOptions{ChunkSize: chunk})), target.Device(), ledger
+	return runtime.NewEngine(target, 0, runtime.OnAllocator(mem.NewAllocator(target.Device(), ledger, mem.AllocatorOptions{ChunkSize: chunk}))), target.Device(), ledger
 }
 
 // runSteps initializes the weights, feeds one fixed random batch and runs

@@ -42,12 +42,6 @@ func New(capacity int64, threads int) *Target {
 	return &Target{Target: cpu.New(threads), dev: mem.NewSimulated("sim", capacity)}
 }
 
-// NewEngine returns an engine on a new simulated device of capacity bytes
-// with a ledger named "sim" under budget bytes (<= 0: no budget).
-func NewEngine(capacity int64, threads int, budget int64) *runtime.Engine {
-	return runtime.NewEngine(New(capacity, threads), budget)
-}
-
 // Name returns "sim".
 func (t *Target) Name() string { return "sim" }
 
@@ -66,7 +60,7 @@ func (t *Target) Bind(p *compile.Program, bufs []runtime.Span, scratch runtime.S
 			return nil, fmt.Errorf("sim: buffer %d of %q is not on the simulated device", i, p.Name)
 		}
 	}
-	b, err := cpu.BindHost(p, bufs, scratch, t.Threads(), comm)
+	b, err := t.Target.BindHost(p, bufs, scratch, comm)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}

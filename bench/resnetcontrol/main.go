@@ -21,7 +21,6 @@ import (
 	"strings"
 
 	"github.com/headroom-ml/headroom/backend/cpu"
-	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/runtime"
@@ -45,23 +44,25 @@ func run(dir string, threads int) error {
 	if dir == "" {
 		return errors.New("-dir is required")
 	}
-	kernels.SetThreads(threads)
 	m, err := nn.NewModel("resnet", tensor.Shape{28, 28, 1}, 10)
 	if err != nil {
 		return err
 	}
-	cfg := step.Config{Model: m, Optimizer: &optim.Adam{}, Target: cpu.New(threads)}
+	host := cpu.New(threads)
+	defer host.Close()
+	cfg := step.Config{Model: m, Optimizer: &optim.Adam{}, Target: host}
 	prog, err := step.Compile(cfg, batch, step.Train, (*step.Builder).Standard)
 	if err != nil {
 		return err
 	}
-	e := runtime.NewEngine(cfg.Target.(runtime.Backend), 0)
+	e := runtime.NewEngine(host, 0)
 	defer e.Close()
-	x, err := e.Load(prog)
+	session, err := e.Open(prog)
 	if err != nil {
 		return err
 	}
-	defer x.Close()
+	defer session.Close()
+	x, _ := session.Program(prog.Name)
 	names, err := weightNames(filepath.Join(dir, "w0"))
 	if err != nil {
 		return err

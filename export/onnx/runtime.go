@@ -2,11 +2,11 @@ package onnx
 
 import (
 	"fmt"
+	goruntime "runtime"
 
 	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -18,7 +18,8 @@ import (
 func runGraph(m Model, keep []*graph.Node, batches int,
 	fill func(i int, inputs map[string]tensor.Tensor) error,
 	each func(i int, vals []tensor.Tensor) error) error {
-	host := cpu.New(kernels.Threads())
+	host := cpu.New(goruntime.GOMAXPROCS(0))
+	defer host.Close()
 	opt := compile.Options{Name: "onnx", Target: host}
 	for i, n := range keep {
 		opt.Outputs = append(opt.Outputs, compile.Output{Name: fmt.Sprintf("keep%d", i), Node: n})
@@ -29,28 +30,17 @@ func runGraph(m Model, keep []*graph.Node, batches int,
 	}
 	e := runtime.NewEngine(host, 0)
 	defer e.Close()
-	x, err := e.Load(p)
+	s, err := e.Open(p)
 	if err != nil {
 		return fmt.Errorf("onnx: loading the graph: %w", err)
 	}
-	defer x.Close()
-	for _, s := range p.Variables {
-		v, ok := e.Variable(s.Name)
-		if !ok {
-			return fmt.Errorf("onnx: runtime has no variable %q", s.Name)
-		}
-		if m.Weights == nil {
-			return fmt.Errorf("onnx: no weights given (need %q)", s.Name)
-		}
-		w, ok := m.Weights(s.Name)
-		if !ok {
-			return fmt.Errorf("onnx: no value for weight %q", s.Name)
-		}
-		dst := v.Tensor()
-		if w.DType() != dst.DType() || !w.Shape().Equal(dst.Shape()) {
-			return fmt.Errorf("onnx: weight %q is %s, the graph wants %s", s.Name, w, dst)
-		}
-		copy(dst.Bytes(), w.Bytes())
+	defer s.Close()
+	x, _ := s.Program(p.Name)
+	if m.Weights == nil && len(p.Variables) > 0 {
+		return fmt.Errorf("onnx: no weights given (need %q)", p.Variables[0].Name)
+	}
+	if err := e.SetValues(m.Weights, nil); err != nil {
+		return fmt.Errorf("onnx: %w", err)
 	}
 	inputs := map[string]tensor.Tensor{}
 	for _, n := range modelInputs(m) {

@@ -5,8 +5,6 @@ import (
 	"io"
 	goruntime "runtime"
 	"runtime/debug"
-
-	"github.com/headroom-ml/headroom/kernels"
 )
 
 // version is headroom's version; release builds set it with
@@ -48,8 +46,7 @@ func runVersion(args []string, stdout io.Writer) error {
 // defaultThreads is the default of --threads: the CPUs Go may use.
 func defaultThreads() int { return goruntime.NumCPU() }
 
-// setThreads makes Go and the kernels use n threads.
-func setThreads(n int) {
-	goruntime.GOMAXPROCS(n)
-	kernels.SetThreads(n)
-}
+// setThreads makes Go run n threads at once: the backend's kernels run on
+// n threads of their own (train.Config.Threads), and the Go scheduler gets
+// as many.
+func setThreads(n int) { goruntime.GOMAXPROCS(n) }
