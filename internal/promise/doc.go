@@ -36,12 +36,13 @@
 // checked on the built binary, in real cgroups and with real signals, not
 // through cli.Main in the test's own process. TestMain builds the command
 // once; each test runs it with a timeout and reads what a user would read.
-// The sampled combinations are a fixed table printed by the test
-// (TestSampledCombinations), which also checks that it covers every model
-// kind, data path and flag.
+// The sampled combinations are a fixed table, printed by
+// TestSampledCombinations; TestSampleCovers checks that it covers every
+// model kind, data path and flag.
 //
 // The package holds only tests. It needs Linux memory cgroups (root) for
-// the container test and Fashion-MNIST in /usr/share/datasets/fashion-mnist
-// (Debian's dataset-fashion-mnist) for the streamed runs; a missing
+// the container test (testutil.NewMemoryCgroup skips where none can be
+// made) and Fashion-MNIST in /usr/share/datasets/fashion-mnist (Debian's
+// dataset-fashion-mnist) for the container and streamed runs; a missing
 // Fashion-MNIST is a failure, not a skip.
 package promise
