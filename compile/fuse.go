@@ -123,6 +123,21 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 		}
 		return fusable(u) && u.DType() == root.DType() && u.Shape().Equal(root.Shape())
 	}
+	// A group runs where its root is, so joining u moves u's reads there:
+	// u's inputs live until the root runs. That is free when the reader m
+	// could not run before its other operands exist anyway, but not when
+	// one of them is computed later, outside the group: then u's inputs
+	// would wait for it. Summing an unrolled recurrence's per-step weight
+	// gradients (add(add(g1, g2), g3) ...) would otherwise become one
+	// instruction at the end holding every step's gradient at once.
+	early := func(u, m, root *graph.Node) bool {
+		for _, v := range m.Inputs() {
+			if v != u && v.ID() > u.ID() && v.Shape().Size() > 1 && !canJoin(v, root) {
+				return false
+			}
+		}
+		return true
+	}
 	nodes := g.Nodes()
 	for id := len(nodes) - 1; id >= 0 && t.Fuses(FuseElementwise); id-- {
 		root := nodes[id]
@@ -138,7 +153,7 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 			m := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, u := range m.Inputs() {
-				if !members[u.ID()] && canJoin(u, root) {
+				if !members[u.ID()] && canJoin(u, root) && early(u, m, root) {
 					members[u.ID()] = true
 					stack = append(stack, u)
 				}

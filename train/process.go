@@ -58,7 +58,8 @@ func NewProcessBudget(given int64, flag string) (ProcessBudget, error) {
 	}
 	p.Plan = p.Limit - p.Others - ProcessOverhead
 	if p.Plan <= 0 {
-		return p, fmt.Errorf("%s leaves nothing for a plan (%s held by others, %s for the process itself)", p.Source, mem.FormatBytes(p.Others), mem.FormatBytes(ProcessOverhead))
+		return p, fmt.Errorf("%s leaves nothing for a plan (%s held by others, %s for the process itself): the run needs at least %s more than that, and its plan",
+			p.Source, mem.FormatBytes(p.Others), mem.FormatBytes(ProcessOverhead), mem.FormatBytes(-p.Plan))
 	}
 	return p, nil
 }

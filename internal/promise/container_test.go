@@ -33,7 +33,7 @@ func containerRuns(t *testing.T) []struct {
 		{"resnet", []string{"--model", "resnet", "--dataset", "digits", "--batch", "512", "--max-steps", "2"}},
 		{"unet", []string{"--model", "unet", "--dataset", "shapes", "--batch", "64", "--max-steps", "2"}},
 		{"gpt", []string{"--model", "gpt", "--text", text, "--seq", "128", "--batch", "16", "--max-steps", "2"}},
-		{"lstm", []string{"--model", "lstm", "--text", text, "--seq", "64", "--batch", "32", "--max-steps", "2"}},
+		{"lstm", []string{"--model", "lstm", "--text", text, "--seq", "64", "--batch", "128", "--max-steps", "2"}},
 		{"keras", []string{"--keras", kerasConfig(t), "--dataset", "digits", "--batch", "1437", "--max-steps", "2"}},
 	}
 }
