@@ -103,10 +103,3 @@ func (e *Examples) Kind() LabelKind {
 	}
 	return LabelKind{Classes: e.Classes, TargetSize: e.TargetSize()}
 }
-
-func (k LabelKind) size() int {
-	if k.Shape == nil {
-		return 1
-	}
-	return k.Shape.Size()
-}

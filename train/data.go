@@ -6,7 +6,6 @@ import (
 
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/mem"
-	"github.com/headroom-ml/headroom/tensor"
 )
 
 // Data is what a run trains on, and what it evaluates at each epoch's end.
@@ -244,22 +243,6 @@ func (d *Data) trainN() int {
 		return 0
 	}
 	return d.info.Train.N
-}
-
-// heldOutName names the held-out set in reports: "test" or "validation".
-func (d *Data) heldOutName() string {
-	if d.info.HeldOutName != "" {
-		return d.info.HeldOutName
-	}
-	return "validation"
-}
-
-// inputShape is the shape of one example as the model's input takes it.
-func (d *Data) inputShape() tensor.Shape {
-	if d.text != nil {
-		return tensor.Shape{d.text.T}
-	}
-	return d.info.Train.Shape
 }
 
 // Examples returns the training examples in memory, reading a FromSet

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,43 +27,59 @@ import (
 // batch.
 const exportBatch = 128
 
+// exportFlags are export's flags.
+type exportFlags struct {
+	load, format, out, calib, calibLabels string
+	opset, calibBatches, threads          int
+	int8                                  bool
+}
+
+func (f *exportFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.load, "load", "", "the model file (written by headroom train --save)")
+	fs.StringVar(&f.format, "format", "onnx", "the export format: onnx")
+	fs.StringVar(&f.out, "out", "", "the file to write, e.g. model.onnx")
+	fs.IntVar(&f.opset, "opset", onnx.DefaultOpset, fmt.Sprintf("the ONNX opset, %d to %d", onnx.MinOpset, onnx.MaxOpset))
+	fs.BoolVar(&f.int8, "int8", false, "quantize after training: weights int8 per output channel, activations uint8 with ranges calibrated on --calibration-data (QDQ, which onnxruntime's CPU provider runs as integer kernels)")
+	fs.StringVar(&f.calib, "calibration-data", "", "with --int8: data to calibrate the activations' ranges on, read as the model's training data (default: a sample of the training data, if it is still where it was)")
+	fs.StringVar(&f.calibLabels, "calibration-labels", "", "with --int8: ignored labels file of npy or idx calibration data")
+	fs.IntVar(&f.calibBatches, "calibration-batches", 8, fmt.Sprintf("with --int8: batches of %d examples to calibrate on", exportBatch))
+	fs.IntVar(&f.threads, "threads", defaultThreads(), "threads for calibration")
+}
+
+// check refuses flags that do not go together.
+func (f *exportFlags) check() error {
+	switch {
+	case f.load == "" || f.out == "":
+		return usagef("--load (a model file) and --out are required")
+	case f.format != "onnx":
+		return usagef("--format %q: headroom exports onnx", f.format)
+	case f.opset < onnx.MinOpset || f.opset > onnx.MaxOpset:
+		return usagef("--opset %d: want %d to %d", f.opset, onnx.MinOpset, onnx.MaxOpset)
+	case f.calibBatches <= 0 || f.threads <= 0:
+		return usagef("--calibration-batches and --threads must be positive")
+	case !f.int8 && f.calib != "":
+		return usagef("--calibration-data is for --int8")
+	case same(f.out, f.load):
+		return usagef("--out %s would overwrite the model file", f.out)
+	}
+	return nil
+}
+
 func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", stdout)
-	load := fs.String("load", "", "the model file (written by headroom train --save)")
-	format := fs.String("format", "onnx", "the export format: onnx")
-	out := fs.String("out", "", "the file to write, e.g. model.onnx")
-	opset := fs.Int("opset", onnx.DefaultOpset, fmt.Sprintf("the ONNX opset, %d to %d", onnx.MinOpset, onnx.MaxOpset))
-	int8 := fs.Bool("int8", false, "quantize after training: weights int8 per output channel, activations uint8 with ranges calibrated on --calibration-data (QDQ, which onnxruntime's CPU provider runs as integer kernels)")
-	calib := fs.String("calibration-data", "", "with --int8: data to calibrate the activations' ranges on, read as the model's training data (default: a sample of the training data, if it is still where it was)")
-	calibLabels := fs.String("calibration-labels", "", "with --int8: ignored labels file of npy or idx calibration data")
-	calibBatches := fs.Int("calibration-batches", 8, fmt.Sprintf("with --int8: batches of %d examples to calibrate on", exportBatch))
-	threads := fs.Int("threads", defaultThreads(), "threads for calibration")
+	var f exportFlags
+	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return &usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	if *load == "" || *out == "" {
-		return errors.New("--load (a model file) and --out are required")
+	if err := f.check(); err != nil {
+		return err
 	}
-	if *format != "onnx" {
-		return fmt.Errorf("--format %q: headroom exports onnx", *format)
-	}
-	if *opset < onnx.MinOpset || *opset > onnx.MaxOpset {
-		return fmt.Errorf("--opset %d: want %d to %d", *opset, onnx.MinOpset, onnx.MaxOpset)
-	}
-	if *calibBatches <= 0 || *threads <= 0 {
-		return errors.New("--calibration-batches and --threads must be positive")
-	}
-	if !*int8 && *calib != "" {
-		return errors.New("--calibration-data is for --int8")
-	}
-	if same(*out, *load) {
-		return fmt.Errorf("--out %s would overwrite the model file", *out)
-	}
-	setThreads(*threads)
-	mf, err := train.LoadModel(*load)
+	setThreads(f.threads)
+	mf, err := train.LoadModel(f.load)
 	if err != nil {
 		return err
 	}
@@ -71,44 +88,52 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var f32 bytes.Buffer
-	if err := onnx.Write(&f32, m, onnx.Options{Opset: *opset, ProducerVersion: version}); err != nil {
+	if err := onnx.Write(&f32, m, onnx.Options{Opset: f.opset, ProducerVersion: version}); err != nil {
 		return err
 	}
 	file := f32.Bytes()
-	if *int8 {
-		samples, what, err := calibrationSamples(mf, *calib, *calibLabels, *calibBatches*exportBatch)
-		if err != nil {
+	if f.int8 {
+		if file, err = f.quantized(stdout, mf, m, f32.Len()); err != nil {
 			return err
 		}
-		ranges, err := onnx.Calibrate(m, (len(samples)+exportBatch-1)/exportBatch, func(i int, in map[string]tensor.Tensor) error {
-			x := in[m.Inputs[0].Attr().Name]
-			per := x.Len() / exportBatch
-			for r := 0; r < exportBatch; r++ {
-				src := samples[(i*exportBatch+r)%len(samples)] // the last batch repeats the first examples
-				for k := 0; k < per; k++ {
-					x.SetFloat64At(r*per+k, float64(src[k]))
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		var i8 bytes.Buffer
-		if err := onnx.Write(&i8, m, onnx.Options{Opset: *opset, ProducerVersion: version, Int8: &onnx.Int8Options{Ranges: ranges}}); err != nil {
-			return err
-		}
-		file = i8.Bytes()
-		fmt.Fprintf(stdout, "headroom: int8 calibrated on %d examples of %s: %s, %.2fx the float model's %s\n",
-			len(samples), what, mem.FormatBytes(int64(len(file))), float64(len(file))/float64(f32.Len()), mem.FormatBytes(int64(f32.Len())))
 	}
-	if err := writeFileAtomic(*out, file); err != nil {
+	if err := writeFileAtomic(f.out, file); err != nil {
 		return err
 	}
 	x := m.Inputs[0]
-	fmt.Fprintf(stdout, "headroom: wrote %s (%s, ONNX opset %d): input %q %s%s, output %q %s%s\n", *out, mem.FormatBytes(int64(len(file))),
-		*opset, x.Attr().Name, x.DType(), batchShape(x.Shape()), m.Outputs[0].Name, m.Outputs[0].Node.DType(), batchShape(m.Outputs[0].Node.Shape()))
+	fmt.Fprintf(stdout, "headroom: wrote %s (%s, ONNX opset %d): input %q %s%s, output %q %s%s\n", f.out, mem.FormatBytes(int64(len(file))),
+		f.opset, x.Attr().Name, x.DType(), batchShape(x.Shape()), m.Outputs[0].Name, m.Outputs[0].Node.DType(), batchShape(m.Outputs[0].Node.Shape()))
 	return nil
+}
+
+// quantized returns m as an int8 file, its activations' ranges calibrated
+// on --calibration-data (or a sample of the training data).
+func (f *exportFlags) quantized(stdout io.Writer, mf *train.ModelFile, m onnx.Model, floatBytes int) ([]byte, error) {
+	samples, what, err := calibrationSamples(mf, f.calib, f.calibLabels, f.calibBatches*exportBatch)
+	if err != nil {
+		return nil, err
+	}
+	ranges, err := onnx.Calibrate(m, (len(samples)+exportBatch-1)/exportBatch, func(i int, in map[string]tensor.Tensor) error {
+		x := in[m.Inputs[0].Attr().Name]
+		per := x.Len() / exportBatch
+		for r := 0; r < exportBatch; r++ {
+			src := samples[(i*exportBatch+r)%len(samples)] // the last batch repeats the first examples
+			for k := 0; k < per; k++ {
+				x.SetFloat64At(r*per+k, float64(src[k]))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var i8 bytes.Buffer
+	if err := onnx.Write(&i8, m, onnx.Options{Opset: f.opset, ProducerVersion: version, Int8: &onnx.Int8Options{Ranges: ranges}}); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "headroom: int8 calibrated on %d examples of %s: %s, %.2fx the float model's %s\n",
+		len(samples), what, mem.FormatBytes(int64(i8.Len())), float64(i8.Len())/float64(floatBytes), mem.FormatBytes(int64(floatBytes)))
+	return i8.Bytes(), nil
 }
 
 // exportModel builds the model's inference graph, as predict runs it, for

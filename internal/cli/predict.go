@@ -149,15 +149,8 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 	if err := f.parse(fs, args); err != nil {
 		return err
 	}
-	if *out == "" {
-		return errors.New("--out is required: a .npy or .csv file for the outputs")
-	}
-	kind := strings.ToLower(filepath.Ext(*out))
-	if kind != ".npy" && kind != ".csv" {
-		return fmt.Errorf("--out %s: want a .npy or .csv file", *out)
-	}
-	if same(*out, f.df.path) || same(*out, f.load) {
-		return fmt.Errorf("--out %s would overwrite an input", *out)
+	if err := checkOut(*out, f.df.path, f.load); err != nil {
+		return err
 	}
 	w := stdout
 	if *quiet {
@@ -261,4 +254,21 @@ func same(a, b string) bool {
 	aa, _ := filepath.Abs(a)
 	ab, _ := filepath.Abs(b)
 	return aa == ab
+}
+
+// checkOut refuses an --out predict cannot write: none, another format,
+// or one of its inputs.
+func checkOut(out string, inputs ...string) error {
+	if out == "" {
+		return usagef("--out is required: a .npy or .csv file for the outputs")
+	}
+	if kind := strings.ToLower(filepath.Ext(out)); kind != ".npy" && kind != ".csv" {
+		return usagef("--out %s: want a .npy or .csv file", out)
+	}
+	for _, in := range inputs {
+		if same(out, in) {
+			return usagef("--out %s would overwrite an input", out)
+		}
+	}
+	return nil
 }

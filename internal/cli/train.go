@@ -11,7 +11,6 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/dist"
 	"github.com/headroom-ml/headroom/internal/atomicfile"
 	"github.com/headroom-ml/headroom/mem"
@@ -197,15 +196,4 @@ func (r *trainRun) checkFiles() error {
 		r.cfg.Callbacks = append(r.cfg.Callbacks, r.tb)
 	}
 	return nil
-}
-
-// dataSets returns the data sets held in memory, for the Go heap's bound.
-func heapSets(sets ...*data.Examples) int64 {
-	var n int64
-	for _, e := range sets {
-		if e != nil {
-			n += mem.Align(e.Bytes())
-		}
-	}
-	return n
 }
