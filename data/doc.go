@@ -21,6 +21,15 @@
 //     the ledger (category input, owner: the stage that asked for it).
 //   - Budget: the most bytes a pass's buffers may hold, all stages together
 //     (Config.Budget, DefaultBudget when unset). It is a limit, not a hint.
+//     A trainer or predictor sizes it with PipelineBudget (one formula for
+//     every path) and reserves it in its plan.
+//   - Set: a data set that says what it holds before it is read (Describe,
+//     Bytes) and can be read whole (Load) or streamed each epoch (Stream):
+//     UserFiles (a Source with its validation split) and the built-in
+//     sets of package datasets. A trainer asks first, so that the memory a
+//     run takes is checked before a data set is loaded or generated.
+//   - Generate: a source whose passes each run a fresh generator (a
+//     synthetic data set regenerated each epoch instead of held).
 //
 // # Sources of examples
 //

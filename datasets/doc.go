@@ -9,6 +9,14 @@
 //   - shapes: a segmentation set generated in-process: grey images of
 //     disks, rectangles and triangles with a class label per pixel.
 //
+// Each is also a data.Set (DigitsSet, FashionMNISTSet, SyntheticSet,
+// ShapesSet) that describes itself from constants or file headers before
+// anything is read, so a trainer can refuse a run or choose to stream it
+// without having loaded or generated it: Fashion-MNIST streams from its
+// IDX file, the synthetic set is generated again each epoch; the digits
+// and shapes are small and only loaded. GoSrcSet lists go-src's files
+// for a language model without reading them.
+//
 // Images are kept as uint8 pixels and scaled to [0, 1] as each batch is fed
 // (digits: /16, Fashion-MNIST: /255), so a data set costs one byte a pixel.
 // Errors name the file and the byte offset of bad input.

@@ -31,6 +31,13 @@
 //     clipping, no overflow check), each gradient runs through the Grad
 //     hooks the moment it is final, so each parameter is updated inside the
 //     backward pass and gradients never all live at once.
+//   - Precision: a typed policy (Float32, MixedBFloat16, MixedFloat16;
+//     ParsePrecision reads Keras' names), not a string: MixedBFloat16
+//     builds the step's graph with graph.BF16Products, fixed when the graph
+//     is made.
+//   - ModelSpec (Describe): a model built once, at batch 1, to read its
+//     outputs (with their losses' labels) and its variables (with their
+//     initializers) before any step is compiled.
 //   - Recomputation (Remat) and 16-bit storage of saved activations
 //     (Precision) work through the layer boundaries the model records in
 //     its nn.Context: keep every ⌈√L⌉-th boundary (Chen et al., "Training

@@ -1,23 +1,56 @@
-// Package train fits models: it compiles the training step, streams
-// batches through it, evaluates, runs callbacks and writes checkpoints that
-// resume exactly. It is the Keras-shaped layer over the engine (compile,
-// fit, evaluate, predict, History, callbacks).
+// Package train fits models: it compiles the training step, feeds batches
+// through it, evaluates, runs callbacks and writes checkpoints that resume
+// exactly. It is the Keras-shaped layer over the engine (compile, fit,
+// evaluate, predict, History, callbacks), and the one way through it: the
+// command, the tests and a user's program all train through New and Fit.
 //
-// In the life of a step, Fit does everything up front: it builds the model
-// into a training graph (forward, loss, autodiff, optimizer update) and an
-// evaluation graph, for the batch size and, when the data does not divide
-// evenly, for the smaller last batch too; it compiles them all and reserves
-// one arena as large as the largest, so the peak is known before step 1.
-// planned_peak_bytes is that sum (weights and optimizer state, the arena,
-// each program's input and output buffers, and the data set held in
-// memory); the ledger's measured peak equals it byte for byte. Steps then
-// run without allocating.
+// Terms:
+//   - Data: what a run trains on and evaluates at each epoch's end, one
+//     type for every source: InMemory (data.Examples and a held-out set),
+//     Pipeline (a data.Dataset of batches), OnText (byte-level text for a
+//     language model) and FromSet (a data.Set that can be loaded or
+//     streamed: the user's files, the built-in data sets); Augment adds an
+//     augmentation pipeline to examples held in memory. Described is data
+//     known by its description alone, which only plans.
+//   - RunPlan: what a run reserves, known before anything is reserved or
+//     read (PlanFor): the programs' session (runtime.Reserve), the examples
+//     held in memory and the input pipeline's reservation, by category.
+//   - Trainer (New): the run's programs reserved as one runtime.Session on
+//     a new engine, its data held or streamed, its weights drawn.
+//   - feed: how Fit gets an epoch's batches from the data (examples in a
+//     fresh order, a pipeline's next pass, text windows); Fit's loop is one
+//     loop for all of them (fit.go, feed.go).
+//   - ProcessBudget: a whole process's memory budget (--budget, else the
+//     container's or the machine's limit) and what it leaves a plan.
+//   - Predictor and Generator: inference through a plan of its own (the
+//     forward pass only; a language model's one-token decoding step with
+//     its cache), on a session of their own.
 //
-// Language models on text (text.go): NewText plans a model of one int32
-// input of T tokens for batches of windows of T+1 bytes and its validation
-// windows, the text held in memory counted as input; FitText draws each
-// step's windows uniformly at random from (seed, step), so a resumed run
-// draws the same, and reports the validation loss in nats per byte.
+// In the life of a step, New does everything up front. It decides how the
+// data is read: a FromSet data set bigger than half the budget is
+// streamed from its storage each epoch when it can be (as tf.data reads a
+// data set that does not fit beside the model), else loaded. It builds the
+// model into a training graph (forward, loss, autodiff, optimizer update)
+// and an evaluation graph, for the batch size and, when the data does not
+// divide evenly, for the smaller last batch too; it compiles them all and
+// plans one arena as large as the largest. The plan, with the data held in
+// memory and the input pipeline's reservation, is checked against the
+// budget before a data set is loaded, generated or read: a run that cannot
+// fit is refused naming a batch that fits, without having taken its
+// memory. Then it loads the data, reserves everything and draws the
+// weights, so the peak is known before step 1. planned_peak_bytes is that
+// sum (weights and optimizer state, the arena, each program's input and
+// output buffers, the data held in memory, the pipeline's reservation);
+// the ledger's measured peak equals it byte for byte: the input pipeline's
+// buffers come out of its reservation (a ledger of its own whose budget is
+// the reservation), and backpressure keeps them within it. Steps then run
+// without allocating.
+//
+// Language models on text: a model of one int32 input of T tokens trains
+// on batches of windows of T+1 bytes, each step's windows drawn uniformly
+// at random from (seed, step), so a resumed run draws the same; its
+// validation loss is reported in nats per byte. The text's files are
+// listed, planned by their sizes and read once the plan fits.
 //
 // Semantics, stated where Keras or PyTorch leave a choice:
 //   - The last partial batch is trained on (Keras' default; PyTorch's
@@ -37,7 +70,7 @@
 //     labels are one-hot encoded for a loss over distributions (mean
 //     squared error, binary cross-entropy with one output per class), as a
 //     Keras user gives these losses categorical targets; anything else is
-//     refused naming both shapes and the loss (CheckData).
+//     refused naming both shapes and the loss (New and PlanFor).
 //   - Checkpoints are written at epoch ends (Keras ModelCheckpoint's
 //     default), every CheckpointEvery steps, when MaxSteps cuts an epoch
 //     short and when Interrupt fires (SIGTERM), as safetensors with every
@@ -50,8 +83,17 @@
 //     pay on the model (StorageChoice): a policy never plans more than
 //     float32.
 //   - Config.Budget is what the plan may reserve on the ledger; the command
-//     derives it from the whole process's budget (--budget, else the
-//     container's or machine's limit) less the process itself.
+//     derives it from the whole process's budget (ProcessBudget: --budget,
+//     else the container's or machine's limit) less the process itself, on
+//     every path (examples, streams, text).
+//   - The input pipeline (augmentation, a streamed data set, a Pipeline)
+//     gets one budget, data.PipelineBudget (16 batches in flight, at least
+//     8 MiB) unless Config.InputBudget says otherwise, reserved in the plan.
+//   - A model file is one format for every model: a language model's is a
+//     model file too (its architecture, or its registered name, window and
+//     vocabulary), which Generator reads.
+//   - A run shorter than Config.Warmup steps reports its samples per second
+//     over all its steps (a run's speed is never 0).
 //   - Gradients are temporaries of the step's arena (counted as grad in the
 //     plan): they are consumed by the update in the same step and never
 //     kept, which saves a copy of the weights compared with frameworks that

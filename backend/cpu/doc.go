@@ -13,6 +13,17 @@
 // views of the reserved bytes, so that a run calls each bound kernel
 // directly, through no switch. A bound step runs without allocating.
 //
+// The backend is a value that owns its threads: a Target holds a
+// kernels.Pool sized by its one thread setting (New(threads)), started
+// when a program is first bound and stopped by Close. Every bound
+// instruction runs its kernel on that pool, and a bound program hands the
+// pool its engine's packing scratch (on the engine's ledger) when it runs.
+// So two engines in one process, a trainer's and a predictor's, each on a
+// Target of its own, run on their own threads and pack into their own
+// memory; nothing of the kernels' is process-wide (kernels' default pool
+// serves direct kernel calls only, never an engine). Constant folding
+// and the elementwise steps inside a part run on a pool of one thread.
+//
 // Kernels come from package kernels; this package only selects one by op
 // and dtype and hands it typed views of the bound bytes. The kernel table
 // (registry.go) holds one entry per op, registered from the file of the
