@@ -127,12 +127,14 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 	// u's inputs live until the root runs. That is free when the reader m
 	// could not run before its other operands exist anyway, but not when
 	// one of them is computed later, outside the group: then u's inputs
-	// would wait for it. Summing an unrolled recurrence's per-step weight
-	// gradients (add(add(g1, g2), g3) ...) would otherwise become one
-	// instruction at the end holding every step's gradient at once.
+	// wait for it. A group may wait so once (a residual branch's gradient
+	// added to the other's: the fusion pays), not again: summing an
+	// unrolled recurrence's per-step weight gradients (add(add(g1, g2),
+	// g3) ...) would otherwise become one instruction at the end holding
+	// every step's gradient at once.
 	early := func(u, m, root *graph.Node) bool {
 		for _, v := range m.Inputs() {
-			if v != u && v.ID() > u.ID() && v.Shape().Size() > 1 && !canJoin(v, root) {
+			if v != u && v.ID() > u.ID() && v.Shape().Size() == m.Shape().Size() && v.Shape().Size() > 1 && !canJoin(v, root) {
 				return false
 			}
 		}
@@ -149,14 +151,22 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 		}
 		members := map[int]bool{id: true}
 		stack := []*graph.Node{root}
+		delayed := false // a member already waits for a later operand
 		for len(stack) > 0 {
 			m := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, u := range m.Inputs() {
-				if !members[u.ID()] && canJoin(u, root) && early(u, m, root) {
-					members[u.ID()] = true
-					stack = append(stack, u)
+				if members[u.ID()] || !canJoin(u, root) {
+					continue
 				}
+				if !early(u, m, root) {
+					if delayed {
+						continue
+					}
+					delayed = true
+				}
+				members[u.ID()] = true
+				stack = append(stack, u)
 			}
 		}
 		if len(members) < 2 {
