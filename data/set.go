@@ -56,8 +56,10 @@ var ErrNotStreamable = fmt.Errorf("data: this data set is read whole, not stream
 // epoch, and the held-out examples in memory.
 type Streamed struct {
 	Info SetInfo
-	// HeldOut is the held-out set (nil without), in memory.
-	HeldOut *Examples
+	// HeldOut reads the held-out set (nil without) into memory: Info
+	// says its size (HeldOut examples of HeldOutBytes) before it is read,
+	// so a trainer can check its plan first.
+	HeldOut func() (*Examples, error)
 	// Batches returns the training batches (float32 features, int32 class
 	// labels or float32 targets) for batches of batch examples whose
 	// pipeline may hold budget bytes: each Iter is one epoch, shuffled

@@ -105,11 +105,11 @@ func (f *UserFiles) Stream() (*Streamed, error) {
 		kind = LabelKind{TargetSize: st.targets}
 	}
 	info := SetInfo{Train: e, Labels: kind, HeldOutName: f.heldOutName()}
-	if st.Val != nil {
-		info.HeldOut = st.Val.N
+	if st.Val != nil { // collected by the scan: a fraction of the data
+		info.HeldOut, info.HeldOutBytes = st.Val.N, st.Val.Bytes()
 	}
 	d := st.Shape.Size()
-	return &Streamed{Info: info, HeldOut: st.Val, From: f.Source.Path,
+	return &Streamed{Info: info, HeldOut: func() (*Examples, error) { return st.Val, nil }, From: f.Source.Path,
 		Batches: func(batch int, budget int64, seed uint64) (Dataset[Batch], int) {
 			shuffle := StreamShuffle(batch, d, budget)
 			return st.Dataset(batch, shuffle), shuffle

@@ -124,8 +124,7 @@ func (s *syntheticSet) Load() (*data.Examples, *data.Examples, error) {
 
 func (s *syntheticSet) Stream() (*data.Streamed, error) {
 	info, _ := s.Describe()
-	test := s.testSet()
-	return &data.Streamed{Info: info, HeldOut: test, From: "generated each epoch",
+	return &data.Streamed{Info: info, HeldOut: func() (*data.Examples, error) { return s.testSet(), nil }, From: "generated each epoch",
 		Batches: func(batch int, budget int64, seed uint64) (data.Dataset[data.Batch], int) {
 			shuffle := data.StreamShuffle(batch, s.shape.Size(), budget)
 			return data.PerPass("synthetic", func(pass int) data.Dataset[data.Batch] {
@@ -279,12 +278,8 @@ func (f *fashionSet) Stream() (*data.Streamed, error) {
 		_, _, err := f.counts()
 		return nil, err
 	}
-	test, err := FashionMNISTTest(f.dir)
-	if err != nil {
-		return nil, err
-	}
 	src := &data.Source{Path: f.path("train", "images"), Labels: f.path("train", "labels"), Preprocessing: data.Preprocessing{Format: "idx", Classes: 10, Shape: tensor.Shape{28, 28, 1}}}
-	return &data.Streamed{Info: info, HeldOut: test, From: src.Path,
+	return &data.Streamed{Info: info, HeldOut: func() (*data.Examples, error) { return FashionMNISTTest(f.dir) }, From: src.Path,
 		Batches: func(batch int, budget int64, seed uint64) (data.Dataset[data.Batch], int) {
 			st := &data.Stream{Source: src, Seed: seed, N: info.Train.N, Shape: tensor.Shape{28, 28, 1}}
 			shuffle := data.StreamShuffle(batch, 28*28, budget)

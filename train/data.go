@@ -162,8 +162,9 @@ func (d *Data) resolveSet(budget int64) error {
 		st, err := d.set.Stream()
 		switch {
 		case err == nil:
-			d.streamed, d.info, d.heldOut = st, st.Info, st.HeldOut
-			d.held, d.loaded, d.resolved = examplesBytes(nil, st.HeldOut), true, true
+			// the held-out set is read, as a loaded set is, once the plan fits
+			d.streamed, d.info, d.resolved = st, st.Info, true
+			d.held, d.loaded = mem.Align(st.Info.HeldOutBytes), st.HeldOut == nil
 			return nil
 		case !errors.Is(err, data.ErrNotStreamable) || d.mode == StreamAlways:
 			return fmt.Errorf("train: %w", err)
@@ -193,6 +194,14 @@ func (d *Data) load() error {
 			return err
 		}
 		d.held, d.loaded = d.text.bytes(), true
+		return nil
+	}
+	if d.streamed != nil {
+		ho, err := d.streamed.HeldOut()
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		d.heldOut, d.held, d.loaded = ho, examplesBytes(ho), true
 		return nil
 	}
 	tr, ho, err := d.set.Load()

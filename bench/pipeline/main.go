@@ -28,6 +28,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 
+	"github.com/headroom-ml/headroom/internal/atomicfile"
 	"github.com/headroom-ml/headroom/mem"
 )
 
@@ -43,11 +44,14 @@ func main() {
 	verify := flag.Bool("verify", true, "decode verifies each record's crc32c (false: header check and views only)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if *cpuProfile != "" { // written atomically, as every file headroom writes
+		f, err := atomicfile.Create(atomicfile.OS, *cpuProfile, 0o666)
 		check(err)
 		check(pprof.StartCPUProfile(f))
-		defer pprof.StopCPUProfile()
+		defer func() {
+			pprof.StopCPUProfile()
+			check(f.Commit())
+		}()
 	}
 
 	size, err := mem.ParseBytes(*sizeFlag)
