@@ -80,12 +80,14 @@ func StreamShuffle(batch, d int, budget int64) int {
 }
 
 // PipelineBudget is the input pipeline's budget for batches of batch
-// examples of exampleBytes each (features and label as fed): room for 16
-// batches in flight (read ahead, mapped, batched, prefetched), and at least
-// 8 MiB, a streamed set's read buffers and shuffle buffer beside them.
-// Training, evaluation and prediction all size their pipelines so.
+// examples of exampleBytes each (features and label as fed): room for 6
+// batches in flight (the one being assembled, two prefetched, the one
+// being fed, and a streamed set's shuffle buffer of a quarter of the
+// budget), and at least 8 MiB, a streamed set's read buffers and map
+// workers' examples beside them. Training, evaluation and prediction all
+// size their pipelines so.
 func PipelineBudget(batch int, exampleBytes int64) int64 {
-	return max(8<<20, 16*int64(batch)*exampleBytes)
+	return max(8<<20, 6*int64(batch)*exampleBytes)
 }
 
 // LabelKind describes a data set's labels without holding them: class

@@ -148,34 +148,34 @@ func FitToBudget(cfg Config, d *Data, budget int64, allowPrecision bool) (Config
 	return chosen, cands, nil
 }
 
-// ways returns the ways d can be read for FitToBudget: d itself, or, for
-// a set that can be loaded or streamed, both (loading only when it can be
-// described without reading it, or is within half the budget).
+// ways returns the ways d can be read for FitToBudget: d itself (as
+// resolved under the budget), and, for a set that can be loaded or
+// streamed, the other way too (loading only when the set describes itself
+// without being read).
 func (d *Data) ways(budget int64) ([]*Data, error) {
-	if d.set == nil || d.mode != StreamAuto || d.resolved {
-		if err := d.resolve(budget); err != nil {
+	if err := d.resolve(budget); err != nil {
+		return nil, err
+	}
+	ways := []*Data{d}
+	if d.set == nil || d.mode != StreamAuto {
+		return ways, nil
+	}
+	if d.streamed == nil {
+		streamed := &Data{set: d.set, mode: StreamAlways}
+		switch err := streamed.resolve(budget); {
+		case err == nil:
+			ways = append(ways, streamed)
+		case !errors.Is(err, data.ErrNotStreamable):
 			return nil, err
 		}
-		return []*Data{d}, nil
+		return ways, nil
 	}
-	var ways []*Data
-	size, err := d.set.Bytes()
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
-	}
-	if _, ok := d.set.Describe(); ok || size <= budget/2 {
+	if _, ok := d.set.Describe(); ok {
 		loaded := &Data{set: d.set, mode: StreamNever}
 		if err := loaded.resolve(budget); err != nil {
 			return nil, err
 		}
 		ways = append(ways, loaded)
-	}
-	streamed := &Data{set: d.set, mode: StreamAlways}
-	switch err := streamed.resolve(budget); {
-	case err == nil:
-		ways = append(ways, streamed)
-	case !errors.Is(err, data.ErrNotStreamable) || len(ways) == 0:
-		return nil, err
 	}
 	return ways, nil
 }

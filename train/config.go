@@ -60,8 +60,9 @@ type Config struct {
 	Log func(msg string)
 	// Warmup steps are left out of SamplesPerSec (20, as the peers).
 	Warmup int
-	// Threads is how many threads the step's kernels are planned for (0:
-	// one); set kernels.SetThreads to match.
+	// Threads is how many threads the run's host backend has (0: one): the
+	// one setting that sizes both the plan (fused chains split over them,
+	// packing scratch per thread) and the backend's worker pool.
 	Threads int
 	// Backend runs the steps (nil: the host, backend/cpu, with Threads
 	// threads, which the trainer closes with itself). backend/sim runs

@@ -87,7 +87,7 @@
 //     else the container's or machine's limit) less the process itself, on
 //     every path (examples, streams, text).
 //   - The input pipeline (augmentation, a streamed data set, a Pipeline)
-//     gets one budget, data.PipelineBudget (16 batches in flight, at least
+//     gets one budget, data.PipelineBudget (6 batches in flight, at least
 //     8 MiB) unless Config.InputBudget says otherwise, reserved in the plan.
 //   - A model file is one format for every model: a language model's is a
 //     model file too (its architecture, or its registered name, window and

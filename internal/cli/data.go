@@ -34,7 +34,7 @@ func (d *dataFlags) register(fs *flag.FlagSet, training bool) {
 		fs.Float64Var(&d.validationSplit, "validation-split", 0, "hold out this fraction of --data for validation: the last part after a seeded shuffle (Keras' validation_split)")
 		fs.StringVar(&d.validationData, "validation-data", "", "validate on this data set (read as --data is)")
 		fs.StringVar(&d.validationLabels, "validation-labels", "", "npy or idx: the labels of --validation-data")
-		fs.StringVar(&d.pipelineBudget, "pipeline-budget", "", "the most memory the input pipeline (streaming, augmentation) may hold, reserved in the plan (default: 16 batches, at least 8MiB)")
+		fs.StringVar(&d.pipelineBudget, "pipeline-budget", "", "the most memory the input pipeline (streaming, augmentation) may hold, reserved in the plan (default: 6 batches, at least 8MiB)")
 	}
 }
 

@@ -37,7 +37,7 @@ func (f *inferFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.micro, "micro-batch", 32, "examples one run of the inference step computes: a batch runs as several (same outputs, a fraction of the memory); 0: the whole batch")
 	fs.IntVar(&f.threads, "threads", defaultThreads(), "threads for kernels")
 	fs.StringVar(&f.budget, "budget", "", "the process's memory budget, e.g. 128MiB (default: the limit it lives under): fail before the first batch if the plan does not fit")
-	fs.StringVar(&f.pipelineBudget, "pipeline-budget", "", "most memory the input pipeline may hold (default: 16 batches of examples, at least 8MiB)")
+	fs.StringVar(&f.pipelineBudget, "pipeline-budget", "", "most memory the input pipeline may hold (default: 6 batches of examples, at least 8MiB)")
 	f.df.register(fs, false)
 }
 
