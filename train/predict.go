@@ -37,7 +37,7 @@ type PredictConfig struct {
 	Loss     nn.Loss // Evaluate's loss; nil: sparse categorical cross-entropy
 	// Scale multiplies uint8 features (pixels) as they are fed (0: 1).
 	Scale   float64
-	Threads int // the host backend's threads (0: one)
+	Threads int             // the host backend's threads (0: one)
 	Backend runtime.Backend // nil: the host (backend/cpu), which Close closes
 	Budget  int64           // bytes, the pipeline's included; <= 0: no budget
 	// InputBudget is the input pipeline's reservation (0:
