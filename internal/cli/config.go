@@ -50,18 +50,14 @@ func (o *options) runModel(info data.SetInfo) (nn.Model, error) {
 	case o.isText():
 		m, err := nn.NewModel(o.model, tensor.Shape{o.seq}, vocab)
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, err
 		}
 		if ins := m.Inputs(); len(ins) != 1 || ins[0].Type() != tensor.Int32 {
 			return nil, usagef("--model %s is not a language model (gpt, lstm)", o.model)
 		}
 		return m, nil
 	}
-	m, err := nn.NewModel(o.model, info.Train.Shape, info.Train.Classes)
-	if err != nil {
-		return nil, &usageError{err}
-	}
-	return m, nil
+	return nn.NewModel(o.model, info.Train.Shape, info.Train.Classes)
 }
 
 // modelName is the run's model as its output and RESULT line name it:
