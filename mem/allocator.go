@@ -250,3 +250,27 @@ func (a *Allocator) Free(b *Buffer) {
 	a.mu.Unlock()
 	a.ledger.Release(b.cat, b.owner, b.size)
 }
+
+// Trim gives the pages of every free block back to the OS where the device
+// can (PageReleaser: the host's mmap'd memory), and returns the bytes it
+// released. Chunks left wholly free are unmapped when freed already; Trim
+// is for the free space inside chunks that still hold live buffers, so
+// that memory a plan gave up (a smaller arena after a re-plan) leaves the
+// process's resident set, and its container's accounting, at once.
+func (a *Allocator) Trim() int64 {
+	pr, ok := a.dev.(PageReleaser)
+	if !ok {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n int64
+	for _, c := range a.chunks {
+		for b := c.head; b != nil; b = b.next {
+			if b.free && pr.ReleasePages(c.region, b.off, b.size) == nil {
+				n += b.size
+			}
+		}
+	}
+	return n
+}

@@ -139,6 +139,23 @@ func (d *mmapDevice) Unmap(r Region) error {
 	return nil
 }
 
+// ReleasePages gives the whole pages of [off, off+n) of r back to the OS
+// (they stay mapped and read as zero when touched again), so that the
+// process's resident memory, and its container's accounting, drop at once.
+func (d *mmapDevice) ReleasePages(r Region, off, n int64) error {
+	lo, hi := RoundPage(off), (off+n)&^(PageSize-1)
+	if hi <= lo || r.Bytes == nil {
+		return nil
+	}
+	return releasePages(r.Bytes[lo:hi])
+}
+
+// PageReleaser is a Device that can give the pages of free memory back to
+// the OS without unmapping it (Allocator.Trim uses it).
+type PageReleaser interface {
+	ReleasePages(r Region, off, n int64) error
+}
+
 func (d *mmapDevice) oomLocked(size int64) *OOMError {
 	return &OOMError{
 		Ledger:      d.name,

@@ -15,3 +15,7 @@ func mapAnon(size int64) ([]byte, error) {
 
 // unmapAnon returns memory from mapAnon to the OS.
 func unmapAnon(b []byte) error { return syscall.Munmap(b) }
+
+// releasePages gives b's pages back to the OS (madvise MADV_DONTNEED): they
+// stay mapped and read as zero when touched again.
+func releasePages(b []byte) error { return syscall.Madvise(b, syscall.MADV_DONTNEED) }

@@ -152,6 +152,17 @@ func (v *Variable) Write(src []byte) error {
 // Bytes returns the size of the variable's value.
 func (v *Variable) Bytes() int64 { return v.size }
 
+// Trim gives the pages of the engine's free memory back to the OS (see
+// mem.Allocator.Trim) and returns the bytes released: after a session
+// closes, so that a container sees the memory a smaller plan gave up.
+func (e *Engine) Trim() int64 {
+	n := e.alloc.Trim()
+	if e.host != nil && e.host != e.alloc {
+		n += e.host.Trim()
+	}
+	return n
+}
+
 // Variable returns the variable named name.
 func (e *Engine) Variable(name string) (*Variable, bool) { v, ok := e.vars[name]; return v, ok }
 

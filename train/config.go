@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/nn"
@@ -54,6 +55,20 @@ type Config struct {
 	// CheckpointDir) and return an *Interrupted: how a SIGTERM from a job
 	// scheduler stops a run without losing it.
 	Interrupt <-chan struct{}
+	// Live, when set, is the memory the run may reserve now, which Fit
+	// follows (a LiveBudget follows the container's limit): read after
+	// every step, when it falls below the running plan the next step is
+	// re-planned, cheapest first (more micro-batches, then recomputation,
+	// then mixed_bfloat16 activations with LivePrecision), its memory
+	// given back to the OS at once; when a faster plan has fitted for
+	// LiveSettle (0: DefaultLiveSettle) it grows back. Variables are kept,
+	// so no step is lost or applied twice. When no plan fits, Fit writes a
+	// checkpoint and returns a *BudgetExhausted. With Comm, every process
+	// agrees at each step: all stop when any is interrupted, and all move
+	// to the most frugal plan any of them needs.
+	Live          Live
+	LiveSettle    time.Duration
+	LivePrecision bool
 	// Log, when set, receives the trainer's own messages as they happen:
 	// which checkpoint a resume starts from and which damaged ones it
 	// passed over, re-plans under a lowered budget.

@@ -57,8 +57,11 @@ type History struct {
 	// ran behind backward's computation.
 	AllReduceSeconds     float64
 	AllReduceWaitSeconds float64
-	// MeasuredPeak is the ledger's peak; it equals Trainer.Planned.
+	// MeasuredPeak is the ledger's peak; it equals PlannedPeak, the
+	// largest plan the run held: Trainer.Planned, or the plan before a
+	// re-plan (Events) that made it smaller.
 	MeasuredPeak int64
+	PlannedPeak  int64
 	// ValLoss is the last validation loss of FitText (nats per byte).
 	ValLoss float64
 	// LedgerGrowth is live bytes at the end of the last epoch minus at the
@@ -185,6 +188,10 @@ func (t *Trainer) begin() (*fitRun, error) {
 		r.dog = newWatchdog()
 	}
 	t.lrScale = 1
+	t.follow, t.origBudget = nil, cfg.Budget
+	if cfg.Live != nil || cfg.ranks() > 1 {
+		t.follow = newFollower(cfg, t.Planned)
+	}
 	return r, nil
 }
 
@@ -224,21 +231,31 @@ func (r *fitRun) afterStep(e *epochRun, epochDone bool) error {
 	if epochDone { // the epoch-end checkpoint is written by epochEnd, after evaluation
 		t.pos = position{epoch: e.ep + 1}
 	}
+	stop := false
 	if cfg.Interrupt != nil {
 		select {
 		case <-cfg.Interrupt:
-			in := &Interrupted{Step: r.step, Epoch: e.ep + 1, Batch: e.batch}
-			if cfg.CheckpointDir != "" {
-				path, err := t.SaveCheckpoint(cfg.CheckpointDir, cfg.KeepCheckpoints)
-				if err != nil {
-					return fmt.Errorf("train: interrupted after step %d, and its checkpoint failed: %w", r.step, err)
-				}
-				in.Checkpoint = path
-			}
-			r.finish()
-			return in
+			stop = true
 		default:
 		}
+	}
+	if t.follow != nil { // every process stops, and re-plans, at the same step
+		var err error
+		if stop, err = r.boundary(stop); err != nil {
+			return err
+		}
+	}
+	if stop {
+		in := &Interrupted{Step: r.step, Epoch: e.ep + 1, Batch: e.batch}
+		if cfg.CheckpointDir != "" {
+			path, err := t.SaveCheckpoint(cfg.CheckpointDir, cfg.KeepCheckpoints)
+			if err != nil {
+				return fmt.Errorf("train: interrupted after step %d, and its checkpoint failed: %w", r.step, err)
+			}
+			in.Checkpoint = path
+		}
+		r.finish()
+		return in
 	}
 	if cfg.CheckpointEvery > 0 && cfg.CheckpointDir != "" && r.step%cfg.CheckpointEvery == 0 && !epochDone {
 		if _, err := t.SaveCheckpoint(cfg.CheckpointDir, cfg.KeepCheckpoints); err != nil {
@@ -451,6 +468,10 @@ func (r *fitRun) finish() *History {
 		h.AllReduceWaitSeconds += waited.Seconds()
 	}
 	h.MeasuredPeak = t.engine.Ledger().Peak()
+	h.PlannedPeak = t.Planned
+	for _, e := range h.Events {
+		h.PlannedPeak = max(h.PlannedPeak, e.PeakBefore, e.PeakAfter)
+	}
 	return h
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/headroom-ml/headroom/mem"
 )
@@ -29,6 +30,19 @@ type ProcessBudget struct {
 	Source string // where Limit came from
 	Others int64  // a container's bytes held by other processes at start
 	Plan   int64  // bytes the plan may reserve
+	// Container is the container's limit the budget was read from (zero
+	// for a given budget or the machine's memory): what Follow follows.
+	Container mem.Limit
+}
+
+// Follow starts following the container's limit the budget was read from
+// (FollowLimit), for Config.Live; it returns nil for a given budget or the
+// machine's memory, which nothing follows.
+func (p ProcessBudget) Follow(every time.Duration) (*LiveBudget, error) {
+	if !p.Container.FromCgroup() {
+		return nil, nil
+	}
+	return FollowLimit(p.Container, every)
 }
 
 // NewProcessBudget returns the budget of given bytes (> 0; flag names it
@@ -48,6 +62,7 @@ func NewProcessBudget(given int64, flag string) (ProcessBudget, error) {
 	}
 	p := ProcessBudget{Limit: lim.Bytes, Source: fmt.Sprintf("%s of %s", lim.Source, mem.FormatBytes(lim.Bytes))}
 	if lim.FromCgroup() {
+		p.Container = lim
 		if lim.Usage > 0 {
 			p.Others = max(0, lim.Usage-residentBytes())
 		}

@@ -62,6 +62,9 @@ type Event struct {
 	Accumulate int
 	MicroBatch int
 	Err        error // the reservation failure that caused it
+	// Logged: Config.Log has shown it as it happened (a report need not
+	// repeat it).
+	Logged bool
 }
 
 func (e Event) String() string {

@@ -47,6 +47,10 @@ type Trainer struct {
 	skipped   int64
 	step      int64    // optimizer steps done (Fit keeps it)
 	pos       position // where in the data the run stands (Fit keeps it)
+	// follow is the state of a run with a live budget or several
+	// processes (nil otherwise); origBudget the budget it began under
+	follow     *follower
+	origBudget int64
 	// noValidation leaves a text's validation out of the epoch ends
 	// (FitToBudget's timing runs)
 	noValidation bool

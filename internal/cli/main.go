@@ -25,9 +25,11 @@ Run 'headroom COMMAND -h' for the flags of a command.
 
 Exit status, the same for every command and model: 0 done; 1 an error (bad
 data, a plan that does not fit, a file that cannot be read or written); 2
-a usage error (an unknown command or flag, a flag's bad value); 128+N
-stopped by signal N after writing a checkpoint (143 for SIGTERM, 130 for
-SIGINT).
+a usage error (an unknown command or flag, a flag's bad value); 75 a run
+that stopped because its container's memory (followed while training) fell
+below the smallest way to run the step, after writing a checkpoint: resume
+when there is room (EX_TEMPFAIL: try again later); 128+N stopped by signal
+N after writing a checkpoint (143 for SIGTERM, 130 for SIGINT).
 `
 
 // Exit statuses (see usage).
@@ -35,6 +37,10 @@ const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitNoRoom (sysexits' EX_TEMPFAIL) ends a run whose container's
+	// memory fell below its smallest plan: it stopped, with a checkpoint,
+	// before the kernel's OOM killer would act.
+	exitNoRoom = 75
 )
 
 // commands maps a command's name to what runs it.
@@ -89,11 +95,14 @@ func Main(args []string, stdout, stderr io.Writer) (status int) {
 func exitStatus(err error) (int, string) {
 	var u *usageError
 	var st *stoppedError
+	var ex *exhaustedError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK, ""
 	case errors.As(err, &st):
 		return 128 + st.signal, st.msg
+	case errors.As(err, &ex):
+		return exitNoRoom, ex.msg
 	case errors.As(err, &u):
 		return exitUsage, strings.TrimSpace(u.Error())
 	}
@@ -119,6 +128,12 @@ type stoppedError struct {
 }
 
 func (e *stoppedError) Error() string { return e.msg }
+
+// exhaustedError ends a run whose live budget fell below its smallest
+// plan, after its checkpoint.
+type exhaustedError struct{ msg string }
+
+func (e *exhaustedError) Error() string { return e.msg }
 
 // isTerminal reports whether w is a terminal (progress bars only there).
 func isTerminal(w io.Writer) bool {

@@ -44,6 +44,9 @@ func (r *trainRun) printPlan(t *train.Trainer) {
 	if budget, source := o.planBudget(); budget > 0 {
 		fmt.Fprintf(w, "  budget %s (%s): %s to spare\n", mem.FormatBytes(budget), source, mem.FormatBytes(budget-t.Planned))
 	}
+	if r.live != nil {
+		fmt.Fprintf(w, "  the budget follows the container's limit while training (read every %v: %s); a neighbour's growth or a lowered limit re-plans the step\n", train.DefaultLiveEvery, r.live.Describe())
+	}
 	if _, note := t.Storage(); note != "" {
 		fmt.Fprintf(w, "  precision %s\n", note)
 	}
@@ -80,7 +83,7 @@ func (r *trainRun) result(t *train.Trainer, h *train.History) (string, error) {
 	f = append(f, "samples_per_sec", fmt.Sprintf("%.1f", h.SamplesPerSec), "steps", h.Steps,
 		"first_loss", fmt.Sprintf("%.4f", h.FirstLoss), "final_loss", fmt.Sprintf("%.6f", h.LastLoss),
 		"train_s", fmt.Sprintf("%.2f", h.TrainSeconds), "test_acc", fmt.Sprintf("%.4f", acc),
-		"planned_peak_bytes", t.Planned, "measured_peak_bytes", h.MeasuredPeak, "ledger_growth_bytes", h.LedgerGrowth,
+		"planned_peak_bytes", h.PlannedPeak, "measured_peak_bytes", h.MeasuredPeak, "ledger_growth_bytes", h.LedgerGrowth,
 		"peak_rss_mib", fmt.Sprintf("%.1f", peakRSSMiB()), "precision", cfg.Precision,
 		"micro_batch", cfg.Batch/max(1, cfg.Accumulate)/ranks, "accumulate", max(1, cfg.Accumulate),
 		"remat", cfg.Remat, "remat_bytes_saved", saved, "skipped_steps", h.SkippedSteps, "ranks", ranks,

@@ -27,6 +27,7 @@ type trainRun struct {
 	tb       *train.TensorBoard
 	progress *progress
 	stop     *signals
+	live     *train.LiveBudget // following the container's limit (nil: not)
 }
 
 // setup resolves the data (train decides whether to load or stream it
@@ -65,6 +66,24 @@ func (r *trainRun) setup() error {
 	// second one is not caught and ends the process at once.
 	r.stop = onSignals()
 	r.cfg.Interrupt = r.stop.fired
+	return r.follow()
+}
+
+// follow makes the budget follow the container's limit while training,
+// when it came from one (no --budget) and --follow-limit is on.
+func (r *trainRun) follow() error {
+	if !r.f.followLimit || r.o.budgetBytes > 0 || r.o.processErr != nil {
+		return nil
+	}
+	live, err := r.o.process.Follow(0)
+	if err != nil {
+		fmt.Fprintf(r.out, "warning: the budget will not follow the container's limit while training: %v\n", err)
+		return nil
+	}
+	if live != nil {
+		r.live = live
+		r.cfg.Live, r.cfg.LivePrecision = live, r.f.allowPrecision
+	}
 	return nil
 }
 
@@ -126,7 +145,9 @@ func (r *trainRun) report(t *train.Trainer, h *train.History) error {
 		fmt.Fprintf(r.out, "warning: %v\n", l)
 	}
 	for _, e := range h.Events {
-		fmt.Fprintf(r.out, "headroom: %v\n", e)
+		if !e.Logged { // the live budget's moves were shown as they happened
+			fmt.Fprintf(r.out, "headroom: %v\n", e)
+		}
 	}
 	if len(h.Growth) > 0 {
 		fmt.Fprintf(r.out, "warning: the ledger grew by %d B after the first epoch; largest growth: %s (%s) +%d B\n",
@@ -142,6 +163,9 @@ func (r *trainRun) report(t *train.Trainer, h *train.History) error {
 
 // close lets go of the processes and the signals.
 func (r *trainRun) close() {
+	if r.live != nil {
+		r.live.Close()
+	}
 	if r.stop != nil {
 		r.stop.release()
 	}

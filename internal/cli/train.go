@@ -9,6 +9,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/headroom-ml/headroom/dist"
@@ -23,7 +24,7 @@ type trainFlags struct {
 	ckpt, csv, save, cpuProfile, bucketSize string
 	every, maxSteps                         int64
 	resume, quiet, strict, shard            bool
-	fitBudget, allowPrecision               bool
+	fitBudget, allowPrecision, followLimit  bool
 	rankTimeout                             time.Duration
 }
 
@@ -40,7 +41,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.strict, "strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
 	fs.BoolVar(&f.shard, "shard-optimizer", false, "under mpirun: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
 	fs.BoolVar(&f.fitBudget, "fit-to-budget", false, "choose micro-batches, recomputation, streaming the data (and, with --allow-precision, 16-bit activations) so the run fits the budget, keeping the effective batch")
-	fs.BoolVar(&f.allowPrecision, "allow-precision", false, "let --fit-to-budget choose mixed_bfloat16")
+	fs.BoolVar(&f.allowPrecision, "allow-precision", false, "let --fit-to-budget, and a budget following the container, choose mixed_bfloat16")
+	fs.BoolVar(&f.followLimit, "follow-limit", true, "in a container (no --budget): follow its memory limit while training, re-planning the step when a neighbour grows or the limit is lowered, and growing back when room returns (exit status 75, with a checkpoint, if nothing fits)")
 	fs.StringVar(&f.bucketSize, "bucket-size", "1MiB", "under mpirun: gradients are all-reduced in buckets of about this size, each started as soon as backward has produced it")
 }
 
@@ -139,6 +141,14 @@ func (r *trainRun) fit(t *train.Trainer, stderr io.Writer) (*train.History, erro
 // (128 + the signal) and a message naming the checkpoint.
 func (r *trainRun) stopped(err error) error {
 	var in *train.Interrupted
+	var ex *train.BudgetExhausted
+	if errors.As(err, &ex) {
+		msg := ex.Error()
+		if ex.Checkpoint != "" {
+			msg += fmt.Sprintf(": resume with --resume --checkpoint-dir %s", r.f.ckpt)
+		}
+		return &exhaustedError{msg: strings.TrimPrefix(msg, "train: ")}
+	}
 	if !errors.As(err, &in) {
 		return err
 	}

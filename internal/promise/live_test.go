@@ -1,0 +1,120 @@
+package promise
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/headroom-ml/headroom/internal/testutil"
+)
+
+// neighbourEnv, when set, makes the test binary a neighbour process
+// instead of running tests (see neighbour).
+const neighbourEnv = "HEADROOM_PROMISE_NEIGHBOUR"
+
+// neighbour is a process that shares a container with a training run, as
+// a data worker, a sidecar or a notebook kernel does: spec is "bytes rate
+// delay hold" (delay and hold in milliseconds): it waits delay, grows to
+// bytes at rate bytes per second
+// (touching every page, so the kernel charges it), holds them for hold and
+// exits 0. It returns the exit status.
+func neighbour(spec string) int {
+	var bytes, rate, delay, hold int64
+	if _, err := fmt.Sscan(spec, &bytes, &rate, &delay, &hold); err != nil {
+		fmt.Fprintf(os.Stderr, "neighbour: %s=%q: %v\n", neighbourEnv, spec, err)
+		return 2
+	}
+	time.Sleep(time.Duration(delay) * time.Millisecond)
+	const chunk = 1 << 20
+	var held [][]byte
+	start := time.Now()
+	for n := int64(0); n < bytes; n += chunk {
+		b := make([]byte, chunk)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		held = append(held, b)
+		if ahead := time.Duration(float64(n+chunk)/float64(rate)*float64(time.Second)) - time.Since(start); ahead > 0 {
+			time.Sleep(ahead)
+		}
+	}
+	fmt.Printf("neighbour: holding %d MiB after %.1fs\n", len(held), time.Since(start).Seconds())
+	time.Sleep(time.Duration(hold) * time.Millisecond)
+	fmt.Printf("neighbour: done (%d MiB held)\n", len(held))
+	return 0
+}
+
+// TestNeighbourGrows: the cnn trains on Fashion-MNIST at batch 512 in a
+// memory cgroup of 1.3x what it needs (its planned peak plus the
+// process's own 32 MiB), and a second process in the same cgroup grows to
+// half the plan's peak at 50 MiB/s, holds it, and exits. headroom follows
+// the limit: it shrinks the step (more micro-batches) before the kernel
+// acts, grows back after the neighbour leaves, and exits 0; the neighbour
+// lives; the cgroup counts no OOM kill; the final loss is within 1e-4
+// relative of the same run undisturbed.
+func TestNeighbourGrows(t *testing.T) {
+	fashionMNIST(t)
+	args := []string{"train", "--model", "cnn", "--dataset", "fashion-mnist", "--batch", "512", "--epochs", "1", "--threads", "2", "--seed", "1"}
+	free := headroom(t, args...)
+	res := trained(t, free)
+	planned := bytesField(t, free, res, "planned_peak_bytes")
+	limit := (planned + processOwn) * 13 / 10 &^ (1<<20 - 1)
+	grow := planned / 2
+
+	cg := testutil.NewMemoryCgroup(t, limit)
+	p := start(t, cg.Command(bin, args...), args)
+	nb := cg.Command(os.Args[0])
+	nb.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", neighbourEnv, grow, 50<<20, 6000, 6000))
+	var nbOut strings.Builder
+	nb.Stdout, nb.Stderr = &nbOut, &nbOut
+	if err := nb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nbErr := make(chan error, 1)
+	go func() { nbErr <- nb.Wait() }()
+	t.Cleanup(func() { nb.Process.Kill() })
+	r := wait(t, args, p)
+	if err := <-nbErr; err != nil {
+		t.Errorf("the neighbour did not end well: %v\n%s", err, nbOut.String())
+	}
+	kills, err := cg.OOMKills()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, _ := cg.Peak()
+	t.Logf("cgroup limit %d MiB, neighbour to %d MiB: headroom status %d, cgroup peak %.1f MiB, %d OOM kills\n%s", limit>>20, grow>>20, r.status, float64(peak)/(1<<20), kills, nbOut.String())
+	if r.status != 0 || kills != 0 {
+		t.Fatalf("got status %d and %d OOM kills, want 0 and 0\n%s", r.status, kills, r.output())
+	}
+	got := trained(t, r)
+	var moves []string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(l, "live budget") {
+			moves = append(moves, l)
+			t.Log(l)
+		}
+	}
+	if len(moves) < 2 || !strings.Contains(moves[0], "shrank") || !strings.Contains(moves[len(moves)-1], "grew back") {
+		t.Errorf("want the log to show the shrink and, last, the grow-back; got %q\n%s", moves, r.output())
+	}
+	a, b := lossField(t, free, res), lossField(t, r, got)
+	rel := math.Abs(a-b) / math.Abs(a)
+	t.Logf("final loss %v undisturbed, %v with the neighbour: %.3g relative", a, b, rel)
+	if rel > 1e-4 {
+		t.Errorf("final loss %v with the neighbour, %v undisturbed: %.3g relative, want <= 1e-4", b, a, rel)
+	}
+}
+
+// lossField returns a RESULT's final_loss.
+func lossField(t *testing.T, r *run, res map[string]string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(res["final_loss"], 64)
+	if err != nil {
+		t.Fatalf("%s: final_loss=%q: %v", r, res["final_loss"], err)
+	}
+	return v
+}

@@ -1,0 +1,146 @@
+package train_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// liveSource is a live budget a test sets: from step `from` it is `low`,
+// from step `back` (0: never) it is room again; other times it is `room`.
+type liveSource struct {
+	budget          atomic.Int64
+	room, low       int64
+	from, back, now int
+}
+
+func (l *liveSource) Plan() int64 { return l.budget.Load() }
+
+func (l *liveSource) OnBatchEnd(epoch, batch, batches int, loss float64) {
+	l.now++
+	switch {
+	case l.back > 0 && l.now >= l.back:
+		l.budget.Store(l.room)
+	case l.now >= l.from:
+		l.budget.Store(l.low)
+	}
+}
+func (l *liveSource) OnEpochEnd(*train.Trainer, *train.EpochLog) error { return nil }
+
+// TestLiveBudgetShrinksAndGrowsBack: the live budget falls below the
+// run's plan after step 5 and returns after step 12 (growing back after
+// step 13, when it has stayed). The trainer re-plans
+// as micro-batches at the step boundary (no step lost or repeated), gives
+// the memory back, logs both moves, and ends with the weights of an
+// undisturbed run (to rounding) and its own plan back.
+func TestLiveBudgetShrinksAndGrowsBack(t *testing.T) {
+	data := blobs(11, 2048, 16, 4)
+	cfg := func() train.Config {
+		return train.Config{Model: recoveryModel(), Optimizer: &optim.SGD{Momentum: 0.9}, Schedule: optim.Constant(0.05), Epochs: 4, Batch: 512, Seed: 5}
+	}
+	plain, hPlain := fit(t, cfg(), data)
+	defer plain.Close()
+
+	c4 := cfg()
+	c4.Accumulate = 4
+	rp, err := train.PlanFor(c4, train.InMemory(data, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &liveSource{room: 1 << 40, low: rp.Peak, from: 5, back: 12}
+	live.budget.Store(live.room)
+	c := cfg()
+	var logged []string
+	c.Callbacks, c.Live, c.LiveSettle = []train.Callback{live}, live, time.Nanosecond
+	c.Log = func(m string) { logged = append(logged, m) }
+	tr, err := train.New(c, train.InMemory(data, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	planned := tr.Planned
+	if rp.Peak >= planned {
+		t.Fatalf("4 micro-batches plan %d B, no less than the plain run's %d B: the test cannot squeeze it", rp.Peak, planned)
+	}
+	h, err := tr.Fit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range logged {
+		t.Log(m)
+	}
+	if len(h.Events) != 2 {
+		t.Fatalf("got %d events, want a shrink and a grow-back: %v", len(h.Events), h.Events)
+	}
+	shrink, grow := h.Events[0], h.Events[1]
+	if shrink.Step != 5 || !strings.Contains(shrink.Message, "shrank") || shrink.PeakAfter > rp.Peak || shrink.PeakBefore != planned {
+		t.Errorf("first event %v: want a shrink after step 5 from %d B to at most %d B", shrink, planned, rp.Peak)
+	}
+	if grow.Step != 13 || !strings.Contains(grow.Message, "grew back") || grow.PeakAfter != planned || grow.Accumulate != 1 {
+		t.Errorf("second event %v: want a grow-back after step 13 (room seen after step 12, settled by the next boundary) to the run's own %d B", grow, planned)
+	}
+	if len(logged) != 2 {
+		t.Errorf("logged %d messages, want the 2 events", len(logged))
+	}
+	if h.Steps != hPlain.Steps {
+		t.Errorf("%d steps, the undisturbed run took %d: a step was lost or repeated", h.Steps, hPlain.Steps)
+	}
+	if tr.Planned != planned {
+		t.Errorf("after growing back the run plans %d B, want its own %d B", tr.Planned, planned)
+	}
+	if got := tr.Engine().Ledger().Live(); got != planned {
+		t.Errorf("after growing back the ledger holds %d B, want the plan's %d B (accumulators left behind?)", got, planned)
+	}
+	rel := math.Abs(h.LastLoss-hPlain.LastLoss) / math.Abs(hPlain.LastLoss)
+	t.Logf("final loss %.9g, undisturbed %.9g: %.3g relative", h.LastLoss, hPlain.LastLoss, rel)
+	if rel > 1e-5 {
+		t.Errorf("final loss %v differs from the undisturbed run's %v by %.3g relative, want <= 1e-5", h.LastLoss, hPlain.LastLoss, rel)
+	}
+}
+
+// TestLiveBudgetExhaustedCheckpoints: when the live budget falls below
+// every way to run the step, Fit stops at the step boundary with a
+// checkpoint and a *BudgetExhausted; resuming with room continues bit for
+// bit.
+func TestLiveBudgetExhaustedCheckpoints(t *testing.T) {
+	data := blobs(11, 2048, 16, 4)
+	cfg := func() train.Config {
+		return train.Config{Model: recoveryModel(), Optimizer: &optim.SGD{Momentum: 0.9}, Schedule: optim.Constant(0.05), Epochs: 2, Batch: 512, Seed: 5}
+	}
+	plain, hPlain := fit(t, cfg(), data)
+	plain.Close()
+
+	dir := t.TempDir()
+	live := &liveSource{room: 1 << 40, low: 1 << 10, from: 6}
+	live.budget.Store(live.room)
+	c := cfg()
+	c.Callbacks, c.Live, c.CheckpointDir = []train.Callback{live}, live, dir
+	tr, err := train.New(c, train.InMemory(data, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Fit(context.Background())
+	tr.Close()
+	var ex *train.BudgetExhausted
+	if !errors.As(err, &ex) {
+		t.Fatalf("got %v, want a *train.BudgetExhausted", err)
+	}
+	t.Log(ex)
+	if ex.Step != 6 || ex.Checkpoint == "" || ex.Smallest <= ex.Live {
+		t.Errorf("got %+v: want a stop after step 6 with a checkpoint, the smallest plan above the live budget", ex)
+	}
+	c = cfg()
+	c.CheckpointDir, c.Resume = dir, true
+	tr, h := fit(t, c, data)
+	tr.Close()
+	if math.Float64bits(h.LastLoss) != math.Float64bits(hPlain.LastLoss) {
+		t.Errorf("resumed run's final loss %v, the undisturbed run's %v: want them bit for bit", h.LastLoss, hPlain.LastLoss)
+	}
+}
