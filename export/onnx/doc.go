@@ -31,7 +31,9 @@
 //     becomes explicit pads with TensorFlow's odd cell at the end. A bias
 //     added to a convolution is folded into the Conv.
 //   - Initializers: Variables and Constants, stored once per form they are
-//     read in (as is, transposed, OIHW, int8).
+//     read in (as is, reshaped, transposed, OIHW, int8). A reshaped weight
+//     (the attention projections' kernels) is stored in the shape read,
+//     and counts as a weight under int8.
 //   - Int8 (quant.go): post-training quantization in the QDQ format:
 //     weights of MatMul and Conv int8 per output channel, their computed
 //     operands QuantizeLinear/DequantizeLinear per tensor with ranges that
