@@ -79,13 +79,16 @@ func sequenceOps(dt tensor.DType) func(b int) (*graph.Graph, []*graph.Node, []Ou
 		fewer := graph.Attention(q, kz, vz, graph.AttentionOptions{Causal: graph.CausalBottomRight}) // rows 0, 1 see no key
 		both := graph.Attention(q, ky, vy, graph.AttentionOptions{Causal: graph.CausalTopLeft, Mask: mask8})
 		g.PopScope()
-		return g, []*graph.Node{x, y, z, mask, mask8}, []Output{
+		outs := []Output{
 			{Name: "layer_norm", Node: ln}, {Name: "mean", Node: graph.PartOf(ln, 1)}, {Name: "rstd", Node: graph.PartOf(ln, 2)},
-			{Name: "gelu", Node: gelu},
 			{Name: "masked", Node: flat(masked)}, {Name: "causal_top_left", Node: flat(topLeft)},
 			{Name: "causal_bottom_right", Node: flat(bottomRight)}, {Name: "causal_fewer_keys", Node: flat(fewer)},
 			{Name: "causal_and_mask", Node: flat(both)},
 		}
+		if gelu != ln {
+			outs = append(outs, Output{Name: "gelu", Node: gelu})
+		}
+		return g, []*graph.Node{x, y, z, mask, mask8}, outs
 	}
 }
 
