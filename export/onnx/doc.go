@@ -31,7 +31,9 @@
 //     becomes explicit pads with TensorFlow's odd cell at the end. A bias
 //     added to a convolution is folded into the Conv.
 //   - Initializers: Variables and Constants, stored once per form they are
-//     read in (as is, transposed, OIHW, int8).
+//     read in (as is, reshaped, transposed, OIHW, int8). A reshaped weight
+//     (the attention projections' kernels) is stored in the shape read,
+//     and counts as a weight under int8.
 //   - Int8 (quant.go): post-training quantization in the QDQ format:
 //     weights of MatMul and Conv int8 per output channel, their computed
 //     operands QuantizeLinear/DequantizeLinear per tensor with ranges that
@@ -50,10 +52,14 @@
 // AvgPool2D, and the vision layers' ops (vision.go): ReluClip (Relu,
 // LeakyRelu, Clip, or its formula), Elu (Elu, Selu), Silu, HardSwish,
 // Softplus, Softsign, Conv2DTranspose (ConvTranspose; its filter stays
-// float under int8), ResizeBilinear (Resize, linear, half-pixel). Not
-// exported: attention, layer normalization and gelu as single ops (the
-// gpt), and the decoding steps' cache writes. Training-only ops (losses,
-// gradients, dropout masks, batch moments, Assign, collectives) are not
+// float under int8), ResizeBilinear (Resize, linear, half-pixel), and the
+// sequence ops (sequence.go), so the gpt and the lstm export: LayerNorm
+// (opset 17's LayerNormalization; its parts, each row's mean and 1/σ,
+// are the node's optional outputs), Gelu (its erf formula), Attention
+// (MatMul/Softmax with the causal rule and the mask; its part, the rows'
+// log-sum-exp, is not exported). Not exported: the decoding steps' cache
+// writes. Training-only ops (losses, gradients, dropout masks and
+// attention's dropout, batch moments, Assign, collectives) are not
 // exported.
 //
 // Adding an op touches one entry per package, each in the file of the

@@ -338,6 +338,19 @@ func (c *converter) node(opType, suffix string, inputs []string, attrs ...*attri
 	return out
 }
 
+// nodeN is node for an ONNX op with several outputs: it lists the first
+// n, the first named as node names it, the others after it with the
+// suffixes "output1", "output2" and so on, and returns their names.
+func (c *converter) nodeN(opType, suffix string, n int, inputs []string, attrs ...*attribute) []string {
+	out := []string{c.node(opType, suffix, inputs, attrs...)}
+	nd := c.gp.Node[len(c.gp.Node)-1]
+	for i := 1; i < n; i++ {
+		out = append(out, c.unique(fmt.Sprintf("%s/output%d", out[0], i)))
+	}
+	nd.Output = out
+	return out
+}
+
 // valueInfo describes a graph input or output: n's dtype and shape, with the
 // batch axis symbolic.
 func (c *converter) valueInfo(name string, n *graph.Node) valueInfo {

@@ -21,8 +21,25 @@ type tensorVal struct {
 // (from Model.Weights) or a Constant.
 func isLeaf(n *graph.Node) bool { return n.Op() == graph.OpVariable || n.Op() == graph.OpConstant }
 
-// leafTensor returns the value of a Variable or Constant node.
+// isWeight reports whether n is a weight a product reads: a leaf, or a
+// leaf reshaped (the attention projections' kernels [d, H, dim] read as
+// [d, H·dim]), whose value leafTensor gives.
+func isWeight(n *graph.Node) bool {
+	return isLeaf(n) || (n.Op() == graph.OpReshape && isLeaf(n.Inputs()[0]))
+}
+
+// leafTensor returns the value of a Variable or Constant node, or of a
+// reshaped one (isWeight).
 func (c *converter) leafTensor(x *graph.Node) (tensor.Tensor, error) {
+	if x.Op() == graph.OpReshape {
+		t, err := c.leafTensor(x.Inputs()[0])
+		if err != nil {
+			return tensor.Tensor{}, err
+		}
+		r := tensor.New(t.DType(), x.Shape())
+		copy(r.Bytes(), t.Bytes())
+		return r, nil
+	}
 	if x.Op() == graph.OpConstant {
 		return x.Attr().Value, nil
 	}
@@ -43,13 +60,14 @@ func (c *converter) leafTensor(x *graph.Node) (tensor.Tensor, error) {
 // in returns the ONNX value of n's i-th input.
 func (c *converter) in(n *graph.Node, i int) (string, error) { return c.valueOf(n.Inputs()[i]) }
 
-// valueOf returns the ONNX value of x; a leaf becomes an initializer holding
-// its value the first time it is read as is.
+// valueOf returns the ONNX value of x; a weight (isWeight) becomes an
+// initializer holding its value, in its shape, the first time it is read
+// as is.
 func (c *converter) valueOf(x *graph.Node) (string, error) {
 	if v := c.value[x.ID()]; v != "" {
 		return v, nil
 	}
-	if !isLeaf(x) {
+	if !isWeight(x) {
 		return "", fmt.Errorf("internal: %s read before it was exported", x)
 	}
 	t, err := c.leafTensor(x)
@@ -57,6 +75,9 @@ func (c *converter) valueOf(x *graph.Node) (string, error) {
 		return "", err
 	}
 	name := x.Attr().Name // a Variable's name
+	if x.Op() == graph.OpReshape {
+		name = x.Inputs()[0].Attr().Name + "/reshaped"
+	}
 	if name == "" {
 		name = x.Owner()
 	}

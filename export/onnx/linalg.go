@@ -1,6 +1,8 @@
 package onnx
 
 import (
+	"strconv"
+
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -37,7 +39,8 @@ func emitMatMul(c *converter, n *graph.Node) (string, error) {
 }
 
 // operand returns the ONNX value of input i of a product (MatMul, Conv),
-// permuted by perm (nil: as is). A weight (a leaf) is permuted when stored;
+// permuted by perm (nil: as is). A weight (a leaf, or a reshaped leaf:
+// isWeight) is permuted when stored;
 // under int8 it is stored as int8 per output channel (axis chanAxis of the
 // permuted weight) with a DequantizeLinear, and a computed operand goes
 // through QuantizeLinear/DequantizeLinear with its calibrated range. Without
@@ -46,7 +49,7 @@ func emitMatMul(c *converter, n *graph.Node) (string, error) {
 func (c *converter) operand(n *graph.Node, i int, perm []int, chanAxis int) (string, error) {
 	x := n.Inputs()[i]
 	bf16 := n.Attr().BF16 && c.int8 == nil
-	if isLeaf(x) && (perm != nil || bf16 || c.int8 != nil) {
+	if isWeight(x) && (perm != nil || bf16 || c.int8 != nil) {
 		return c.weightOperand(x, perm, chanAxis, bf16, c.int8 != nil)
 	}
 	v, err := c.in(n, i)
@@ -69,7 +72,7 @@ func (c *converter) operand(n *graph.Node, i int, perm []int, chanAxis int) (str
 // weightOperand stores leaf x permuted (and rounded to bfloat16 values, or
 // quantized to int8 along chanAxis), once per form.
 func (c *converter) weightOperand(x *graph.Node, perm []int, chanAxis int, bf16, quantize bool) (string, error) {
-	key := "w:" + x.Owner() + ":" + permKey(perm)
+	key := "w:" + strconv.Itoa(x.ID()) + ":" + permKey(perm) // a node: owners repeat
 	switch {
 	case quantize:
 		key += ":int8"
@@ -87,6 +90,9 @@ func (c *converter) weightOperand(x *graph.Node, perm []int, chanAxis int, bf16,
 		t = permute(t, perm)
 	}
 	name := x.Attr().Name
+	if x.Op() == graph.OpReshape { // stored in the shape the product reads
+		name = x.Inputs()[0].Attr().Name + "/reshaped"
+	}
 	if name == "" {
 		name = x.Owner()
 	}

@@ -48,10 +48,11 @@ func uniformImages(rng *rand.Rand, _ *graph.Node, t tensor.Tensor) {
 
 // testModels returns the models the runtime tests export: an MLP with
 // softmax, the reference cnn, a strided "same" convolution net with
-// average and max pooling, a model of most other ops, and bfloat16
-// products with a transposed weight.
+// average and max pooling, a model of most other ops, bfloat16 products
+// with a transposed weight, zero padding, the vision layers' ops, and the
+// sequence models (seqModels).
 func testModels(t testing.TB) []testModel {
-	return []testModel{
+	return append([]testModel{
 		{name: "mlp_softmax", build: sequential(&nn.Sequential{Name: "mlp", InputShape: tensor.Shape{4, 5}, Layers: []nn.Layer{
 			&nn.Flatten{LayerName: "flatten"},
 			&nn.Dense{LayerName: "dense", Units: 32, Activation: "relu"},
@@ -101,7 +102,7 @@ func testModels(t testing.TB) []testModel {
 			&nn.Flatten{LayerName: "flatten"}, // every position counts
 			&nn.Dense{LayerName: "dense", Units: 3},
 		}}), feed: uniformImages},
-	}
+	}, seqModels()...)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -275,10 +276,11 @@ func maxAbsDiff(a, b tensor.Tensor) float64 {
 	return d
 }
 
-// argmaxAgreement returns the fraction of rows of a and b ([N, C]) whose
+// argmaxAgreement returns the fraction of rows of a and b ([..., C]) whose
 // largest element is in the same column.
 func argmaxAgreement(a, b tensor.Tensor) float64 {
-	n, c := a.Shape()[0], a.Shape()[1]
+	c := a.Shape()[a.Shape().Rank()-1]
+	n := a.Len() / c
 	same := 0
 	for i := 0; i < n; i++ {
 		if argmax(a, i*c, c) == argmax(b, i*c, c) {

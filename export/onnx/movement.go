@@ -20,8 +20,13 @@ func init() {
 }
 
 // emitReshape writes the target shape with -1 on the batch axis, so the
-// model reshapes any batch.
+// model reshapes any batch. A reshaped weight is stored in its new shape
+// when it is first read (valueOf), or in the form a product reads it
+// (int8, transposed).
 func emitReshape(c *converter, n *graph.Node) (string, error) {
+	if isLeaf(n.Inputs()[0]) {
+		return "", nil
+	}
 	x, err := c.in(n, 0)
 	if err != nil {
 		return "", err

@@ -93,6 +93,8 @@ func TestOnnxRuntimeInt8(t *testing.T) {
 		{"cnn/opset21", "cnn", MaxOpset, Int8Options{}},
 		{"cnn/int8_activations", "cnn", 0, Int8Options{SignedActivations: true}},
 		{"mlp_softmax/reduce_range", "mlp_softmax", 0, Int8Options{ReduceRange: true}},
+		{"gpt", "gpt", 0, Int8Options{}}, // agreement over every position's logits
+		{"lstm", "lstm", 0, Int8Options{}},
 	}
 	for _, c := range cases {
 		tm := models[c.model]

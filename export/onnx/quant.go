@@ -53,7 +53,7 @@ func Quantized(m Model) []*graph.Node {
 			continue
 		}
 		for _, x := range n.Inputs() {
-			if !isLeaf(x) {
+			if !isWeight(x) {
 				seen[x.ID()] = true
 			}
 		}

@@ -196,3 +196,60 @@ func TestInt8FileSize(t *testing.T) {
 		t.Errorf("int8 model is %.3fx the float one, want <= 0.3x", ratio)
 	}
 }
+
+// TestReshapedWeights: the attention projections read their kernels
+// [d, H, dim] reshaped to [d, H·dim]. The export stores a reshaped weight
+// once, in the shape read: as is in a float model, int8 per output column
+// (and not calibrated as an activation) in an int8 one.
+func TestReshapedWeights(t *testing.T) {
+	var tm testModel
+	for _, m := range testModels(t) {
+		if m.name == "gpt" {
+			tm = m
+		}
+	}
+	g, ins, outs := tm.build(4)
+	w := randomWeights(g, rand.New(rand.NewPCG(1, 4)))
+	m := Model{Graph: g, Inputs: ins, Outputs: outs, Weights: weightsOf(w)}
+	const kernel = "block0/attention/query/kernel" // [12, 3, 4]
+	for _, n := range Quantized(m) {
+		if n.Op() == graph.OpReshape && isLeaf(n.Inputs()[0]) {
+			t.Errorf("Quantized lists the reshaped weight %s", n)
+		}
+	}
+	rng := rand.New(rand.NewPCG(2, 4))
+	ranges, err := Calibrate(m, 1, func(_ int, in map[string]tensor.Tensor) error {
+		tm.feed(rng, nil, in["x"])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(gp msg) []string {
+		var out []string
+		for _, in := range gp.subs(t, 5) {
+			out = append(out, in.str(t, 8))
+		}
+		return out
+	}
+	f32 := written(t, m, Options{}).sub(t, 7)
+	if k := initializer(t, f32, kernel+"/reshaped"); !slices.Equal(k.ints(t, 1), []int64{12, 12}) {
+		t.Errorf("float: %s/reshaped dims %v, want [12 12]", kernel, k.ints(t, 1))
+	}
+	if slices.Contains(names(f32), kernel) {
+		t.Errorf("float: %s is stored in its own shape too", kernel)
+	}
+	i8 := written(t, m, Options{Int8: &Int8Options{Ranges: ranges}}).sub(t, 7)
+	q := initializer(t, i8, kernel+"/reshaped/int8")
+	if q.int(t, 2) != dtInt8 || !slices.Equal(q.ints(t, 1), []int64{12, 12}) {
+		t.Errorf("int8: %s/reshaped/int8 type %d dims %v, want int8 [12 12]", kernel, q.int(t, 2), q.ints(t, 1))
+	}
+	if s := initializer(t, i8, kernel+"/reshaped/scale"); !slices.Equal(s.ints(t, 1), []int64{12}) {
+		t.Errorf("int8: scale dims %v, want one per output column [12]", s.ints(t, 1))
+	}
+	for _, name := range names(i8) {
+		if name == kernel || name == kernel+"/reshaped" {
+			t.Errorf("int8: the float kernel %s is stored too", name)
+		}
+	}
+}

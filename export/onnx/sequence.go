@@ -1,17 +1,222 @@
 package onnx
 
 import (
+	"math"
+
 	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/tensor"
 )
 
-// The sequence ops (graph/sequence.go) are not exported yet: the gpt's
-// attention, layer normalization and gelu are single ops in headroom and
-// compositions (or contrib ops) in ONNX opset 17.
+// The sequence ops (graph/sequence.go): the gpt's attention, layer
+// normalization and gelu, which are single ops in headroom, become ONNX
+// compositions or opset 17's LayerNormalization:
+//
+//   - LayerNorm -> LayerNormalization (opset 17, axis -1, float32 or
+//     float64 statistics as x); its parts, each row's mean and 1/σ, are
+//     the node's optional outputs Mean and InvStdDev without their last
+//     axis of 1 (Squeeze), listed only when a part is read.
+//   - Gelu -> x·0.5·(1 + erf(x/√2)), Div, Erf, Add, Mul, Mul: the erf
+//     formula works at every opset we write (Gelu is opset 20's) and is the
+//     pattern onnxruntime's GeluFusion matches (the one PyTorch exports),
+//     so onnxruntime runs it as one kernel anyway. (Its CPU provider has
+//     no float64 Erf: a float64 gelu runs in runtimes that have one.)
+//   - Attention -> MatMul/Softmax over [B, H, Tq, Tk] (opset 17 has no
+//     Attention; opset 23's is not among the opsets written here): the
+//     scores Scale·q·kᵀ, the keys a query does not see set to -Inf (an
+//     added constant for the causal rule, Where for a mask), Softmax over
+//     the keys, and, where a row can see no key, Where setting its
+//     probabilities to 0 (headroom's zero output there), then ·v. Dropout
+//     is a training step's: an attention with a dropout rate is refused.
+//     Its part, each row's log-sum-exp, is what the backward pass keeps
+//     and is not exported.
 func init() {
-	registerNotExportable("not exported yet: attention as one op (opset 17 has none)", graph.OpAttention)
-	registerNotExportable("a further output of attention or layer normalization, not exported yet", graph.OpPart)
-	registerNotExportable("not exported yet: layer normalization as one op", graph.OpLayerNorm)
-	registerNotExportable("not exported yet: gelu as one op", graph.OpGelu)
+	register(graph.OpLayerNorm, rule{batch: batchLayerNorm, emit: emitLayerNorm})
+	register(graph.OpGelu, rule{batch: batchSame, emit: emitGelu})
+	register(graph.OpAttention, rule{batch: batchAttention, emit: emitAttention})
+	register(graph.OpPart, rule{batch: batchPart, emit: emitPart})
 	registerNotExportable("a decoding step's cache write: not exported", graph.OpCacheWrite)
 	registerNotExportable(trainingOnly, graph.OpAttentionGrad, graph.OpUnsliceAdd, graph.OpGeluGrad, graph.OpLayerNormGrad)
+}
+
+// batchLayerNorm: x's batch axis, which must not be the normalized (last)
+// axis; gamma and beta are [C] and do not scale.
+func batchLayerNorm(c *converter, n *graph.Node) (int, error) {
+	x := n.Inputs()[0]
+	a := c.axis[x.ID()]
+	if a >= 0 && a == x.Shape().Rank()-1 {
+		return 0, unsupported(n, "normalizes over the batch axis %d of %v", a, x.Shape())
+	}
+	for _, p := range n.Inputs()[1:] {
+		if c.axis[p.ID()] >= 0 {
+			return 0, unsupported(n, "gamma or beta %s%v scales with the batch", p.Owner(), p.Shape())
+		}
+	}
+	return a, nil
+}
+
+// emitLayerNorm: LayerNormalization over the last axis. The parts a live
+// node reads (mean, 1/σ: [...]) are its outputs Mean and InvStdDev
+// ([..., 1]) squeezed, set as the parts' values.
+func emitLayerNorm(c *converter, n *graph.Node) (string, error) {
+	in, err := c.ins(n)
+	if err != nil {
+		return "", err
+	}
+	var parts [3]*graph.Node // by part number
+	nout := 1
+	for _, u := range c.uses[n.ID()] {
+		if u.Op() == graph.OpPart {
+			parts[u.Attr().Part] = u
+			nout = max(nout, u.Attr().Part+1)
+		}
+	}
+	outs := c.nodeN("LayerNormalization", "", nout, in, attrI("axis", -1),
+		attrF("epsilon", float32(n.Attr().Eps)), attrI("stash_type", 1))
+	for i := 1; i < nout; i++ {
+		if p := parts[i]; p != nil {
+			name := []string{"", "mean", "rstd"}[i]
+			v := c.node("Squeeze", name, []string{outs[i], c.constI64(-1)})
+			if n.DType() != tensor.Float32 { // ONNX keeps the statistics in float32 (stash_type 1)
+				v = c.node("Cast", name, []string{v}, attrI("to", int64(elemType(n.DType()))))
+			}
+			c.fused[p.ID()] = v
+		}
+	}
+	return outs[0], nil
+}
+
+// emitGelu: x·0.5·(1 + erf(x/√2)), in the order of onnxruntime's
+// GeluFusion pattern.
+func emitGelu(c *converter, n *graph.Node) (string, error) {
+	x, err := c.in(n, 0)
+	if err != nil {
+		return "", err
+	}
+	dt := n.DType()
+	e := c.node("Erf", "erf", []string{c.node("Div", "scaled", []string{x, c.constScalar(dt, math.Sqrt2)})})
+	xe := c.node("Mul", "mul", []string{x, c.node("Add", "add", []string{e, c.constScalar(dt, 1)})})
+	return c.node("Mul", "", []string{xe, c.constScalar(dt, 0.5)}), nil
+}
+
+// batchAttention: q [B, Tq, H, D], k, v [B, Tk, H, D] and the mask
+// [B, Tq, Tk] all have the batch on axis 0, or none has.
+func batchAttention(c *converter, n *graph.Node) (int, error) {
+	q := n.Inputs()[0]
+	a := c.axis[q.ID()]
+	if a > 0 {
+		return 0, unsupported(n, "the batch is on axis %d of q %v, not 0", a, q.Shape())
+	}
+	for _, x := range n.Inputs()[1:attentionInputs(n)] {
+		if c.axis[x.ID()] != a {
+			return 0, unsupported(n, "q %s%v (batch axis %d) and %s%v (batch axis %d) do not scale alike",
+				q.Owner(), q.Shape(), a, x.Owner(), x.Shape(), c.axis[x.ID()])
+		}
+	}
+	return a, nil
+}
+
+// attentionInputs returns how many of n's inputs are q, k, v and the mask
+// (the step of dropout follows).
+func attentionInputs(n *graph.Node) int {
+	if len(n.Inputs()) > 3 && n.Inputs()[3].DType() != tensor.Int64 {
+		return 4
+	}
+	return 3
+}
+
+// emitAttention: o = softmax(Scale·q·kᵀ, hidden keys at -Inf)·v per
+// example and head, as kernels.AttentionForward defines it:
+//
+//	q [B, Tq, H, D] -> [B, H, Tq, D]; k -> [B, H, D, Tk]; v -> [B, H, Tk, D]
+//	s = Scale·(q·k) [B, H, Tq, Tk]; visible(i, j) = mask[b, i, j] and,
+//	when causal, j <= i + off; p = softmax over j of the visible s
+//	o = p·v [B, H, Tq, D] -> [B, Tq, H, D]
+func emitAttention(c *converter, n *graph.Node) (string, error) {
+	at := n.Attr()
+	if at.Rate > 0 {
+		return "", unsupported(n, "attention with dropout (rate %g) is a training step's: export the inference graph", at.Rate)
+	}
+	q, k := n.Inputs()[0], n.Inputs()[1]
+	Tq, Tk, dt := q.Shape()[1], k.Shape()[1], n.DType()
+	in, err := c.ins(n)
+	if err != nil {
+		return "", err
+	}
+	qh := c.node("Transpose", "q", []string{in[0]}, attrIs("perm", 0, 2, 1, 3))
+	kt := c.node("Transpose", "k", []string{in[1]}, attrIs("perm", 0, 2, 3, 1))
+	vh := c.node("Transpose", "v", []string{in[2]}, attrIs("perm", 0, 2, 1, 3))
+	s := c.node("Mul", "scores", []string{c.node("MatMul", "qk", []string{qh, kt}), c.constScalar(dt, at.Scale)})
+
+	// the keys each query sees: the causal rule (query i sees j <= i + off)
+	// and the mask
+	causal, off := at.Causal != graph.NotCausal, 0
+	if at.Causal == graph.CausalBottomRight {
+		off = Tk - Tq
+	}
+	var visible string // bool [B, 1, Tq, Tk] or [Tq, Tk]; "" when every key is seen
+	if attentionInputs(n) == 4 {
+		m := in[3]
+		if n.Inputs()[3].DType() != tensor.Bool {
+			m = c.node("Cast", "mask", []string{m}, attrI("to", dtBool))
+		}
+		visible = c.node("Unsqueeze", "mask", []string{m, c.constI64(1)})
+		if causal {
+			visible = c.node("And", "visible", []string{visible, c.causalMask(n, Tq, Tk, off)})
+		}
+	} else if causal && off < 0 { // queries i < -off see no key
+		visible = c.causalMask(n, Tq, Tk, off)
+	}
+	switch {
+	case visible != "":
+		s = c.node("Where", "hidden", []string{visible, s, c.constScalar(dt, math.Inf(-1))})
+	case causal:
+		s = c.node("Add", "causal", []string{s, c.causalBias(n, Tq, Tk, off)})
+	}
+	p := c.node("Softmax", "probs", []string{s}, attrI("axis", -1))
+	if visible != "" { // a row that sees no key is NaN after Softmax; headroom's is 0
+		p = c.node("Where", "seen", []string{visible, p, c.constScalar(dt, 0)})
+	}
+	o := c.node("MatMul", "pv", []string{p, vh})
+	return c.node("Transpose", "", []string{o}, attrIs("perm", 0, 2, 1, 3)), nil
+}
+
+// causalMask returns a bool [Tq, Tk] initializer: true where j <= i + off.
+func (c *converter) causalMask(n *graph.Node, Tq, Tk, off int) string {
+	t := tensor.New(tensor.Bool, tensor.Shape{Tq, Tk})
+	b := t.Bytes()
+	for i := 0; i < Tq; i++ {
+		for j := 0; j < Tk && j <= i+off; j++ {
+			b[i*Tk+j] = 1
+		}
+	}
+	return c.addInit(n.Owner()+"/causal_mask", hostTensor(t))
+}
+
+// causalBias returns an initializer [Tq, Tk] of n's dtype: 0 where j <= i +
+// off, -Inf elsewhere.
+func (c *converter) causalBias(n *graph.Node, Tq, Tk, off int) string {
+	t := tensor.New(n.DType(), tensor.Shape{Tq, Tk})
+	for i := 0; i < Tq; i++ {
+		for j := i + off + 1; j < Tk; j++ {
+			t.SetFloat64At(i*Tk+j, math.Inf(-1))
+		}
+	}
+	return c.addInit(n.Owner()+"/causal_bias", hostTensor(t))
+}
+
+// batchPart: a layer normalization's parts [...] keep x's batch axis (never
+// the last); attention's log-sum-exp [B, H, Tq] has it on axis 0 as q.
+func batchPart(c *converter, n *graph.Node) (int, error) {
+	return c.axis[n.Inputs()[0].ID()], nil
+}
+
+// emitPart is reached for a part its op's emitter did not provide (a layer
+// normalization's are set by emitLayerNorm).
+func emitPart(c *converter, n *graph.Node) (string, error) {
+	switch src := n.Inputs()[0]; src.Op() {
+	case graph.OpAttention:
+		return "", unsupported(n, "attention's log-sum-exp of each row is what its backward pass keeps: not exported")
+	default:
+		return "", unsupported(n, "part %d of %s is not exported", n.Attr().Part, src.Op())
+	}
 }

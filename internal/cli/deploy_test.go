@@ -299,3 +299,82 @@ func TestVisionExport(t *testing.T) {
 		})
 	}
 }
+
+// TestLanguageModelExport (issue 26, acceptance 5): the gpt (layer norm,
+// causal attention, gelu) and the lstm (unrolled over the window), trained
+// a few steps on a text file with --seq 32 and saved, export to ONNX, and
+// onnxruntime gives the logits `headroom predict` gives on the same int32
+// token windows (an .npy [N, 32]), within 1e-4. --int8 calibrates on
+// windows of the text (--calibration-data); without it, it says what it
+// needs.
+func TestLanguageModelExport(t *testing.T) {
+	ortSetup(t)
+	const n, T = 6, 32
+	text := textFile(t, 20000)
+	src, err := os.ReadFile(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids bytes.Buffer // n windows of the text, as predict and onnxruntime read them
+	for i := 0; i < n; i++ {
+		for _, b := range src[i*2917 : i*2917+T] {
+			binary.Write(&ids, binary.LittleEndian, int32(b))
+		}
+	}
+	for _, model := range []string{"gpt", "lstm"} {
+		t.Run(model, func(t *testing.T) {
+			dir := t.TempDir()
+			windows := filepath.Join(dir, "x.npy")
+			os.WriteFile(windows, npy("<i4", []int{n, T}, ids.Bytes()), 0o644)
+			file := filepath.Join(dir, model+".safetensors")
+			status, stdout, stderr := run(t, "train", "--model", model, "--text", text, "--seq", strconv.Itoa(T), "--batch", "8", "--max-steps", "5", "--threads", "2", "--save", file)
+			if status != 0 {
+				t.Fatalf("train: status %d\n%s%s", status, stdout, stderr)
+			}
+			pred := filepath.Join(dir, "pred.npy")
+			if status, stdout, stderr = run(t, "predict", "--load", file, "--data", windows, "--out", pred, "--threads", "2"); status != 0 {
+				t.Fatalf("predict: status %d\n%s%s", status, stdout, stderr)
+			}
+			shape, want := readNPY(t, pred)
+			if len(shape) != 3 || shape[0] != n || shape[1] != T || shape[2] != 256 {
+				t.Fatalf("predict wrote shape %v, want [%d %d 256]", shape, n, T)
+			}
+			f32, i8 := filepath.Join(dir, model+".onnx"), filepath.Join(dir, model+"-int8.onnx")
+			if status, stdout, stderr = run(t, "export", "--load", file, "--out", f32, "--threads", "2"); status != 0 {
+				t.Fatalf("export: status %d\n%s%s", status, stdout, stderr)
+			}
+			got := runORT(t, f32, windows)
+			if len(got) != len(want) {
+				t.Fatalf("onnxruntime gave %d values, headroom predict %d", len(got), len(want))
+			}
+			var diff float64
+			for i := range want {
+				diff = math.Max(diff, math.Abs(float64(got[i]-want[i])))
+			}
+			t.Logf("max |onnxruntime - headroom predict| %.3g", diff)
+			if !(diff <= 1e-4) {
+				t.Errorf("max |onnxruntime - headroom predict| = %g, want <= 1e-4", diff)
+			}
+
+			status, _, stderr = run(t, "export", "--load", file, "--out", i8, "--int8", "--threads", "2")
+			if status != 1 || !strings.Contains(stderr, "--int8 on a language model needs --calibration-data") {
+				t.Errorf("--int8 without --calibration-data: status %d, %q; want 1 and what it needs", status, stderr)
+			}
+			status, stdout, stderr = run(t, "export", "--load", file, "--out", i8, "--int8", "--calibration-data", text, "--calibration-batches", "1", "--threads", "2")
+			if status != 0 {
+				t.Fatalf("export --int8: status %d\n%s%s", status, stdout, stderr)
+			}
+			q := runORT(t, i8, windows)
+			agree := 0
+			for r := 0; r < n*T; r++ {
+				if argmaxRow(q, r, 256) == argmaxRow(want, r, 256) {
+					agree++
+				}
+			}
+			t.Logf("int8: argmax agreement with headroom predict %d/%d", agree, n*T)
+			if agree < n*T*9/10 {
+				t.Errorf("int8: argmax agreement %d of %d, want >= 90%%", agree, n*T)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/datasets"
@@ -40,7 +41,7 @@ func (f *exportFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.out, "out", "", "the file to write, e.g. model.onnx")
 	fs.IntVar(&f.opset, "opset", onnx.DefaultOpset, fmt.Sprintf("the ONNX opset, %d to %d", onnx.MinOpset, onnx.MaxOpset))
 	fs.BoolVar(&f.int8, "int8", false, "quantize after training: weights int8 per output channel, activations uint8 with ranges calibrated on --calibration-data (QDQ, which onnxruntime's CPU provider runs as integer kernels)")
-	fs.StringVar(&f.calib, "calibration-data", "", "with --int8: data to calibrate the activations' ranges on, read as the model's training data (default: a sample of the training data, if it is still where it was)")
+	fs.StringVar(&f.calib, "calibration-data", "", "with --int8: data to calibrate the activations' ranges on, read as the model's training data (default: a sample of the training data, if it is still where it was); for a language model, text (cut into windows) or an .npy of int32 token windows")
 	fs.StringVar(&f.calibLabels, "calibration-labels", "", "with --int8: ignored labels file of npy or idx calibration data")
 	fs.IntVar(&f.calibBatches, "calibration-batches", 8, fmt.Sprintf("with --int8: batches of %d examples to calibrate on", exportBatch))
 	fs.IntVar(&f.threads, "threads", defaultThreads(), "threads for calibration")
@@ -113,6 +114,12 @@ func (f *exportFlags) quantized(stdout io.Writer, mf *train.ModelFile, m onnx.Mo
 	if err != nil {
 		return nil, err
 	}
+	x := m.Inputs[0]
+	for i, s := range samples {
+		if per := x.Shape()[1:].Size(); len(s) != per {
+			return nil, fmt.Errorf("calibration example %d of %s has %d values; the model's input %q takes %v", i, what, len(s), x.Attr().Name, x.Shape()[1:])
+		}
+	}
 	ranges, err := onnx.Calibrate(m, (len(samples)+exportBatch-1)/exportBatch, func(i int, in map[string]tensor.Tensor) error {
 		x := in[m.Inputs[0].Attr().Name]
 		per := x.Len() / exportBatch
@@ -175,6 +182,14 @@ func calibrationSamples(mf *train.ModelFile, path, labels string, n int) ([][]fl
 	scale := pre.ScaleOrDefault()
 	src := &data.Source{Path: path, Labels: labels, Unlabeled: true, Preprocessing: pre}
 	src.Format, src.Shape = "", nil
+	if pre.Format == "text" { // a language model: its training text's path is not kept
+		switch ext := strings.ToLower(filepath.Ext(path)); {
+		case path == "":
+			return nil, "", errors.New("--int8 on a language model needs --calibration-data: text (a file or folder, cut into windows of the model's length) or an .npy of int32 token windows [N, T]")
+		case ext != ".npy" && ext != ".npz":
+			return textWindows(path, mf.Model.Inputs()[0].Shape.Size(), n)
+		}
+	}
 	switch {
 	case path != "":
 	case pre.Data == "digits" || pre.Data == "fashion-mnist" || pre.Data == "fashion":
@@ -223,6 +238,32 @@ func calibrationSamples(mf *train.ModelFile, path, labels string, n int) ([][]fl
 		return nil, "", fmt.Errorf("the calibration data %s holds no examples", src.Path)
 	}
 	return out, src.Path, nil
+}
+
+// textWindows returns up to n windows of T bytes of the text at path (a
+// file or folder, read as training reads it), evenly spread, as token ids:
+// a language model's calibration examples.
+func textWindows(path string, T, n int) ([][]float32, string, error) {
+	text, err := data.ReadText(path, data.TextOptions{Separator: true})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(text) < T {
+		return nil, "", fmt.Errorf("the calibration text %s has %d bytes, less than a window of %d", path, len(text), T)
+	}
+	count := min(n, len(text)-T+1)
+	out := make([][]float32, count)
+	for i := range out {
+		off := 0
+		if count > 1 {
+			off = i * (len(text) - T) / (count - 1)
+		}
+		out[i] = make([]float32, T)
+		for k := range out[i] {
+			out[i][k] = float32(text[off+k])
+		}
+	}
+	return out, path, nil
 }
 
 // examplesSample returns up to n examples of e, evenly spread.

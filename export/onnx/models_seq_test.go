@@ -1,0 +1,120 @@
+package onnx
+
+import (
+	"math/rand/v2"
+
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// seqModels returns the sequence models the runtime tests export: the
+// sequence ops one by one at odd sizes (float32 and float64), and small
+// instances of the reference gpt and lstm language models.
+func seqModels() []testModel {
+	return []testModel{
+		{name: "sequence_ops", build: sequenceOps(tensor.Float32), feed: feedSequence},
+		{name: "sequence_ops_f64", build: sequenceOps(tensor.Float64), feed: feedSequence},
+		{name: "gpt", build: languageModel(&nn.GPT{Vocab: 13, Context: 7, Dim: 12, Heads: 3, Blocks: 2, Hidden: 20}), feed: feedTokens(13)},
+		{name: "lstm", build: languageModel(&nn.LSTMLM{Vocab: 11, Context: 6, Embed: 5, Units: 7}), feed: feedTokens(11)},
+	}
+}
+
+// languageModel builds m's inference graph over input "x" int32 [B, T];
+// its output "logits" is [B, T, Vocab].
+func languageModel(m nn.Model) func(b int) (*graph.Graph, []*graph.Node, []Output) {
+	return func(b int) (*graph.Graph, []*graph.Node, []Output) {
+		g := graph.New()
+		ctx := nn.NewContext(g, false, 0)
+		in := m.Inputs()[0]
+		x := g.Input(in.Name, in.Type(), append(tensor.Shape{b}, in.Shape...))
+		return g, []*graph.Node{x}, []Output{{Name: "logits", Node: m.Build(ctx, []*graph.Node{x})[0]}}
+	}
+}
+
+// feedTokens fills int32 inputs with ids in [0, vocab).
+func feedTokens(vocab int) func(*rand.Rand, *graph.Node, tensor.Tensor) {
+	return func(rng *rand.Rand, _ *graph.Node, t tensor.Tensor) {
+		for i, v := 0, t.Int32s(); i < len(v); i++ {
+			v[i] = int32(rng.IntN(vocab))
+		}
+	}
+}
+
+// sequenceOps: layer normalization with its parts read, gelu (float32
+// only: onnxruntime's CPU provider has no float64 Erf), and attention in each causal mode, with a bool and a uint8 mask, over as
+// many keys as queries, more and fewer. H = 3 heads of D = 5.
+//
+//	x [B, 5, 6], y [B, 7, 6], z [B, 3, 6] (dt)
+//	mask [B, 5, 5] bool, mask8 [B, 5, 7] uint8 (nonzero: attend); some
+//	rows see no key
+func sequenceOps(dt tensor.DType) func(b int) (*graph.Graph, []*graph.Node, []Output) {
+	return func(b int) (*graph.Graph, []*graph.Node, []Output) {
+		g := graph.New()
+		x := g.Input("x", dt, tensor.Shape{b, 5, 6})
+		y := g.Input("y", dt, tensor.Shape{b, 7, 6})
+		z := g.Input("z", dt, tensor.Shape{b, 3, 6})
+		mask := g.Input("mask", tensor.Bool, tensor.Shape{b, 5, 5})
+		mask8 := g.Input("mask8", tensor.Uint8, tensor.Shape{b, 5, 7})
+		g.PushScope("seq")
+		gamma := g.Param("seq/gamma", dt, tensor.Shape{6})
+		beta := g.Param("seq/beta", dt, tensor.Shape{6})
+		ln := graph.LayerNorm(x, gamma, beta, 1e-3)
+		gelu := ln
+		if dt == tensor.Float32 { // onnxruntime's CPU provider has no float64 Erf
+			gelu = graph.Gelu(ln)
+		}
+		heads := func(name string, v *graph.Node) *graph.Node { // [B, T, 6] -> [B, T, 3, 5]
+			w := g.Param("seq/"+name, dt, tensor.Shape{6, 15})
+			s := v.Shape()
+			return graph.Reshape(graph.MatMul(v, w), s[0], s[1], 3, 5)
+		}
+		q, kx, vx := heads("q", gelu), heads("kx", x), heads("vx", x)
+		ky, vy := heads("ky", y), heads("vy", y)
+		kz, vz := heads("kz", z), heads("vz", z)
+		flat := func(o *graph.Node) *graph.Node { return graph.Reshape(o, b, 5, 15) }
+		masked := graph.Attention(q, kx, vx, graph.AttentionOptions{Mask: mask})
+		topLeft := graph.Attention(q, ky, vy, graph.AttentionOptions{Causal: graph.CausalTopLeft, Scale: 0.3})
+		bottomRight := graph.Attention(q, ky, vy, graph.AttentionOptions{Causal: graph.CausalBottomRight})
+		fewer := graph.Attention(q, kz, vz, graph.AttentionOptions{Causal: graph.CausalBottomRight}) // rows 0, 1 see no key
+		both := graph.Attention(q, ky, vy, graph.AttentionOptions{Causal: graph.CausalTopLeft, Mask: mask8})
+		g.PopScope()
+		outs := []Output{
+			{Name: "layer_norm", Node: ln}, {Name: "mean", Node: graph.PartOf(ln, 1)}, {Name: "rstd", Node: graph.PartOf(ln, 2)},
+			{Name: "masked", Node: flat(masked)}, {Name: "causal_top_left", Node: flat(topLeft)},
+			{Name: "causal_bottom_right", Node: flat(bottomRight)}, {Name: "causal_fewer_keys", Node: flat(fewer)},
+			{Name: "causal_and_mask", Node: flat(both)},
+		}
+		if gelu != ln {
+			outs = append(outs, Output{Name: "gelu", Node: gelu})
+		}
+		return g, []*graph.Node{x, y, z, mask, mask8}, outs
+	}
+}
+
+// feedSequence fills sequenceOps' inputs: N(0, 2) values (layer norm's
+// rows need a spread), masks that attend 70% of the time with the last
+// query of each example seeing no key.
+func feedSequence(rng *rand.Rand, in *graph.Node, t tensor.Tensor) {
+	switch in.DType() {
+	case tensor.Bool, tensor.Uint8:
+		s := in.Shape()
+		tk := s[2]
+		b := t.Bytes()
+		for i := range b {
+			if rng.Float64() < 0.7 {
+				b[i] = byte(1 + rng.IntN(2)) // uint8 2 attends too
+				if in.DType() == tensor.Bool {
+					b[i] = 1
+				}
+			}
+			if row := i / tk; row%s[1] == s[1]-1 {
+				b[i] = 0
+			}
+		}
+	default:
+		for i := 0; i < t.Len(); i++ {
+			t.SetFloat64At(i, 2*rng.NormFloat64())
+		}
+	}
+}
