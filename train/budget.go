@@ -119,8 +119,16 @@ func FitToBudget(cfg Config, d *Data, budget int64, allowPrecision bool) (Config
 		if len(cands) > 0 {
 			least = cands[0].String()
 		}
-		return cfg, cands, fmt.Errorf("train: no way to run batch %d fits in %s; the smallest: %s, of which the data held in memory is %s",
-			cfg.Batch, mem.FormatBytes(budget), least, mem.FormatBytes(ways[0].held))
+		where := mem.FormatBytes(budget)
+		if cfg.BudgetSource != "" {
+			where += " (" + cfg.BudgetSource + ")"
+		}
+		msg := fmt.Sprintf("train: no way to run batch %d fits in %s; the smallest: %s, of which the data held in memory is %s",
+			cfg.Batch, where, least, mem.FormatBytes(ways[0].held))
+		if len(cands) > 0 {
+			msg += fmt.Sprintf(": give the process at least %s", mem.FormatBytes(cands[0].Peak+ProcessOverhead))
+		}
+		return cfg, cands, errors.New(msg)
 	}
 	// Calibrate: time the best few for real, under the budget.
 	best := 0

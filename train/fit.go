@@ -24,6 +24,10 @@ type EpochLog struct {
 	LR          float64 // at the epoch's last step
 	Seconds     float64
 	Steps       int64 // global step at the epoch's end
+	// RSS and PeakRSS are the process's resident memory at the epoch's
+	// end and its high-water mark so far (bytes; 0 where unknown): a
+	// long run's memory, epoch by epoch.
+	RSS, PeakRSS int64
 }
 
 // History is what Fit returns, as keras.callbacks.History, plus the run's
@@ -239,6 +243,7 @@ func (r *fitRun) afterStep(e *epochRun, epochDone bool) error {
 		default:
 		}
 	}
+	here := stop
 	if t.follow != nil { // every process stops, and re-plans, at the same step
 		var err error
 		if stop, err = r.boundary(stop); err != nil {
@@ -246,7 +251,7 @@ func (r *fitRun) afterStep(e *epochRun, epochDone bool) error {
 		}
 	}
 	if stop {
-		in := &Interrupted{Step: r.step, Epoch: e.ep + 1, Batch: e.batch}
+		in := &Interrupted{Step: r.step, Epoch: e.ep + 1, Batch: e.batch, ByPeer: !here}
 		if cfg.CheckpointDir != "" {
 			path, err := t.SaveCheckpoint(cfg.CheckpointDir, cfg.KeepCheckpoints)
 			if err != nil {
@@ -274,6 +279,9 @@ type Interrupted struct {
 	Epoch      int   // the epoch it stopped in, counted from 1
 	Batch      int   // batches of that epoch done
 	Checkpoint string
+	// ByPeer: another process of a data-parallel run was interrupted, and
+	// this one stopped at the same step with it.
+	ByPeer bool
 }
 
 func (e *Interrupted) Error() string {
@@ -420,6 +428,7 @@ func (r *fitRun) epochEnd(e *epochRun, complete bool) error {
 		log.ValLoss = vl
 	}
 	log.Seconds = time.Since(e.start).Seconds()
+	log.RSS, log.PeakRSS = mem.Resident()
 	snap := t.engine.Ledger().Snapshot()
 	if len(h.Epochs) == 0 {
 		r.first = snap

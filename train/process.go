@@ -2,10 +2,7 @@ package train
 
 import (
 	"fmt"
-	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/headroom-ml/headroom/mem"
@@ -105,17 +102,6 @@ func (p ProcessBudget) BoundRuntime(reserved, onHeap int64) int64 {
 
 // residentBytes returns the process's resident memory (VmRSS), 0 if unknown.
 func residentBytes() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
+	rss, _ := mem.Resident()
+	return rss
 }

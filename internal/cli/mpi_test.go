@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -265,4 +267,100 @@ func rankPID(bin, rank string) int {
 		}
 	}
 	return 0
+}
+
+// TestMPIStopTogether: SIGTERM to one rank of a 2-rank run, or to both at
+// moments apart, mid-epoch, stops every rank after the same step (they
+// agree at each step boundary) with one consistent checkpoint, each
+// exiting 143; resuming with 2 ranks ends where the uninterrupted run
+// ends, bit for bit (the same final_loss and val_loss strings).
+func TestMPIStopTogether(t *testing.T) {
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Fatal("mpirun not found: install Debian's openmpi-bin and libopenmpi-dev (scripts/test.sh does)")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "headroom-stop")
+	if out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, "github.com/headroom-ml/headroom/cmd/headroom").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags mpi: %v\n%s", err, out)
+	}
+	job := func(extra ...string) *exec.Cmd {
+		args := append([]string{"--oversubscribe", "--bind-to", "none", "-np", "2", bin, "train", "--model", "mlp", "--dataset", "synthetic",
+			"--batch", "128", "--epochs", "2", "--max-steps", "300", "--threads", "1", "--seed", "3"}, extra...)
+		cmd := exec.Command(mpirun, args...)
+		cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+		return cmd
+	}
+	out, err := job().CombinedOutput()
+	if err != nil {
+		t.Fatalf("the uninterrupted run: %v\n%s", err, out)
+	}
+	want := resultValues(string(out), "final_loss", "val_loss")
+	stepRE := regexp.MustCompile(`after step (\d+)`)
+	for _, victims := range [][]string{{"1"}, {"1", "0"}} {
+		t.Run("SIGTERM to rank "+strings.Join(victims, " then "), func(t *testing.T) {
+			ckpt := filepath.Join(t.TempDir(), "ckpt")
+			cmd := job("--checkpoint-dir", ckpt)
+			var buf strings.Builder
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			var pids []int
+			for _, v := range victims {
+				pid := 0
+				for deadline := time.Now().Add(30 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+					pid = rankPID(bin, v)
+				}
+				if pid == 0 {
+					t.Fatalf("rank %s never appeared; output:\n%s", v, buf.String())
+				}
+				pids = append(pids, pid)
+			}
+			time.Sleep(3 * time.Second) // mid-run: the data set is made and training is under way
+			for _, pid := range pids {
+				syscall.Kill(pid, syscall.SIGTERM)
+				time.Sleep(30 * time.Millisecond) // the ranks see their signals at different steps
+			}
+			err := cmd.Wait()
+			t.Logf("job: %v\n%s", err, buf.String())
+			steps := stepRE.FindAllStringSubmatch(buf.String(), -1)
+			if len(steps) != 2 || steps[0][1] != steps[1][1] {
+				t.Fatalf("want both ranks to say they stopped after the same step, got %q", steps)
+			}
+			if n, _ := strconv.Atoi(steps[0][1]); n <= 0 || n >= 300 {
+				t.Fatalf("stopped after step %s, want mid-run (1..299)", steps[0][1])
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+				t.Errorf("job exit %v, want status 143 (SIGTERM)", err)
+			}
+			files, _ := filepath.Glob(filepath.Join(ckpt, "*.safetensors"))
+			if len(files) != 1 || !strings.Contains(files[0], fmt.Sprintf("%010s", steps[0][1])) {
+				t.Errorf("want one checkpoint at step %s, got %v", steps[0][1], files)
+			}
+			out, err := job("--checkpoint-dir", ckpt, "--resume").CombinedOutput()
+			if err != nil {
+				t.Fatalf("resume: %v\n%s", err, out)
+			}
+			if got := resultValues(string(out), "final_loss", "val_loss"); got != want {
+				t.Errorf("resumed run ends with %s, the uninterrupted one with %s: want them bit for bit", got, want)
+			}
+		})
+	}
+}
+
+// resultValues returns the RESULT line's values of keys, joined.
+func resultValues(out string, keys ...string) string {
+	var vals []string
+	for _, k := range keys {
+		m := regexp.MustCompile(`RESULT .*\b` + k + `=(\S+)`).FindStringSubmatch(out)
+		if m == nil {
+			vals = append(vals, k+"=?")
+			continue
+		}
+		vals = append(vals, k+"="+m[1])
+	}
+	return strings.Join(vals, " ")
 }

@@ -181,7 +181,11 @@ func (p *progress) OnEpochEnd(t *train.Trainer, l *train.EpochLog) error {
 			line += fmt.Sprintf(" %s_accuracy %.4f", prefix, l.ValAccuracy)
 		}
 	}
-	fmt.Fprintf(p.w, "%s (%.1fs)\n", line, l.Seconds)
+	line += fmt.Sprintf(" (%.1fs)", l.Seconds)
+	if l.RSS > 0 {
+		line += fmt.Sprintf(" rss %.1f MiB peak %.1f MiB", float64(l.RSS)/(1<<20), float64(l.PeakRSS)/(1<<20))
+	}
+	fmt.Fprintln(p.w, line)
 	return nil
 }
 

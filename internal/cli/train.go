@@ -10,6 +10,7 @@ import (
 	goruntime "runtime"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/headroom-ml/headroom/dist"
@@ -154,9 +155,16 @@ func (r *trainRun) stopped(err error) error {
 	}
 	sig := r.stop.signal()
 	msg := fmt.Sprintf("stopped by %s after step %d (epoch %d, batch %d)", signalName(sig), in.Step, in.Epoch, in.Batch)
-	if in.Checkpoint != "" {
+	if sig == nil && in.ByPeer { // another rank was signalled: stop as it did
+		sig = syscall.SIGTERM
+		msg = fmt.Sprintf("stopped with the other processes of the run (one was signalled) after step %d (epoch %d, batch %d)", in.Step, in.Epoch, in.Batch)
+	}
+	switch {
+	case in.Checkpoint != "":
 		msg += fmt.Sprintf("; checkpoint written to %s: resume with --resume --checkpoint-dir %s", in.Checkpoint, r.f.ckpt)
-	} else {
+	case r.f.ckpt != "": // another rank of a data-parallel run wrote it
+		msg += fmt.Sprintf("; rank 0 wrote the run's checkpoint to %s: resume with --resume --checkpoint-dir %s", r.f.ckpt, r.f.ckpt)
+	default:
 		msg += "; no --checkpoint-dir was given, so nothing was saved"
 	}
 	return &stoppedError{signal: signalNumber(sig), msg: msg}

@@ -419,3 +419,13 @@ func readKey(name, key string) (int64, error) {
 	}
 	return 0, fmt.Errorf("%s: no %s line", name, key)
 }
+
+// MemoryCgroupVersion returns the cgroup version of the memory controller
+// this process's cgroup is under (1 or 2), or an error where there is none.
+func MemoryCgroupVersion() (int, error) {
+	h, err := findMemoryHierarchy()
+	if err != nil {
+		return 0, err
+	}
+	return h.version, nil
+}
