@@ -78,27 +78,37 @@ type follower struct {
 	settle    time.Duration
 	agree     []byte // the per-step agreement of a multi-process run
 	gathered  []byte
-	last      time.Time     // the last step boundary
+	planned   *planned      // the rung planned last, kept for moveTo
+	last      time.Time     // the end of the last step boundary
 	stepTime  time.Duration // the longest time between boundaries lately
 }
 
-// budget returns the live budget the next step must fit: what live allows
-// now, less what the other processes will take at their recent rate of
-// growth before the boundary after the next step can act (two steps'
-// time, the longest lately, and 50 ms to re-plan).
-func (f *follower) budget(live Live, now time.Time) int64 {
+// budget returns what live allows now (raw) and the live budget the next
+// step must fit (b): raw less what the other processes will take at their
+// recent rate of growth before the boundary after the next step can act
+// (two steps' time, the longest lately, and 50 ms to re-plan). A step's
+// time runs from the end of one boundary (a re-plan's time left out) to
+// the start of the next.
+func (f *follower) budget(live Live, now time.Time) (b, raw int64) {
 	if !f.last.IsZero() {
-		d := now.Sub(f.last)
-		f.stepTime = max(d, f.stepTime*7/8) // falls slowly: a slow step is remembered
+		f.stepTime = max(now.Sub(f.last), f.stepTime*7/8) // falls slowly: a slow step is remembered
 	}
-	f.last = now
-	b := live.Plan()
+	raw = live.Plan()
+	b = raw
 	if g, ok := live.(interface{ Growth() int64 }); ok {
 		if rate := g.Growth(); rate > 0 {
 			b -= int64(float64(rate) * (2*f.stepTime + 50*time.Millisecond).Seconds())
 		}
 	}
-	return b
+	return b, raw
+}
+
+// planned is a rung's compiled programs and plan.
+type planned struct {
+	rung  int
+	progs map[string]*program
+	rp    *RunPlan
+	cfg   Config
 }
 
 // newFollower lays out the ladder of cfg: its own rung, then the number of
@@ -145,28 +155,36 @@ func configAt(cfg Config, g rung) Config {
 
 // peakOf plans rung i (once) and returns its planned bytes.
 func (t *Trainer) peakOf(i int) (int64, error) {
-	g := &t.follow.ladder[i]
+	f := t.follow
+	g := &f.ladder[i]
 	if g.peak == 0 {
 		c := configAt(t.cfg, *g)
-		_, rp, err := c.planRun(t.data)
+		progs, rp, err := c.planRun(t.data)
 		if err != nil {
 			return 0, err
 		}
 		g.peak = rp.Peak
+		f.planned = &planned{rung: i, progs: progs, rp: rp, cfg: c}
 	}
 	return g.peak, nil
 }
 
-// wanted returns the rung this process wants for a live budget of b bytes:
-// the first one from the running rung down that fits when b is below the
-// running plan (-1 when none does), a faster one that has fitted for the
-// settling time, else the running one. Rungs are planned as they are
-// needed; the ones above the running rung are planned already.
-func (t *Trainer) wanted(b int64, now time.Time) (int, error) {
+// wanted returns the rung this process wants for a live budget of b bytes
+// (raw less a margin for the others' growth): below the running plan, the
+// first rung from the running one down that fits b, else the first that
+// fits raw (the running one when it still does), else -1 (none fits); a
+// faster rung that has fitted b for the settling time; else the running
+// rung. Rungs are planned as they are needed; the ones above the running
+// rung are planned already.
+func (t *Trainer) wanted(b, raw int64, now time.Time) (int, error) {
 	f := t.follow
 	cur := f.ladder[f.at].peak
 	if b < cur {
 		f.roomSince = time.Time{}
+		fallback := -1
+		if cur <= raw {
+			fallback = f.at
+		}
 		for i := f.at + 1; i < len(f.ladder); i++ {
 			p, err := t.peakOf(i)
 			if err != nil {
@@ -175,8 +193,11 @@ func (t *Trainer) wanted(b int64, now time.Time) (int, error) {
 			if p <= b {
 				return i, nil
 			}
+			if fallback < 0 && p <= raw {
+				fallback = i
+			}
 		}
-		return -1, nil
+		return fallback, nil
 	}
 	j := f.at
 	for i := 0; i < f.at; i++ {
@@ -240,19 +261,24 @@ func (r *fitRun) boundary(interrupted bool) (bool, error) {
 		want = t.follow.at
 		if t.cfg.Live != nil {
 			var err error
-			if want, err = t.wanted(t.follow.budget(t.cfg.Live, time.Now()), time.Now()); err != nil {
+			now := time.Now()
+			b, raw := t.follow.budget(t.cfg.Live, now)
+			if want, err = t.wanted(b, raw, now); err != nil {
 				return false, fmt.Errorf("train: re-planning for the live budget after step %d: %w", r.step, err)
 			}
 		}
 	}
 	stop, want, err := t.agreeAll(interrupted, want)
-	if err != nil || stop || t.follow == nil || want == t.follow.at {
+	if err != nil || stop || want == t.follow.at {
+		t.follow.last = time.Now()
 		return stop, err
 	}
 	if want < 0 {
 		return false, r.exhausted()
 	}
-	return false, r.moveTo(want)
+	err = r.moveTo(want)
+	t.follow.last = time.Now()
+	return false, err
 }
 
 // moveTo re-plans the run as rung i of the ladder: it gives the running
@@ -265,13 +291,21 @@ func (r *fitRun) moveTo(i int) error {
 	if i < f.at {
 		verb = "grew back"
 	}
-	live := t.cfg.Live.Plan()
+	live, began := t.cfg.Live.Plan(), time.Now()
 	t.release()
-	cfg := configAt(t.cfg, to)
-	progs, rp, err := cfg.planRun(t.data)
-	if err != nil {
-		return fmt.Errorf("train: re-planning as %v after step %d: %w", to, r.step, err)
+	var cfg Config
+	var progs map[string]*program
+	var rp *RunPlan
+	if p := f.planned; p != nil && p.rung == i { // planned while choosing it
+		cfg, progs, rp = p.cfg, p.progs, p.rp
+	} else {
+		cfg = configAt(t.cfg, to)
+		var err error
+		if progs, rp, err = cfg.planRun(t.data); err != nil {
+			return fmt.Errorf("train: re-planning as %v after step %d: %w", to, r.step, err)
+		}
 	}
+	f.planned = nil
 	t.dropUnused(progs)
 	t.engine.Trim()
 	debug.FreeOSMemory()
@@ -291,7 +325,7 @@ func (r *fitRun) moveTo(i int) error {
 		b.BoundRuntime(t.Planned, t.HeapBytes())
 	}
 	ev := Event{Step: r.step, PeakBefore: from.peak, PeakAfter: rp.Peak, Accumulate: to.accumulate, MicroBatch: t.cfg.Batch / t.cfg.ranks() / to.accumulate,
-		Message: fmt.Sprintf("live budget %s: %s from %v to %v", mem.FormatBytes(live), verb, from, to)}
+		Message: fmt.Sprintf("live budget %s: %s from %v to %v in %.0f ms", mem.FormatBytes(live), verb, from, to, time.Since(began).Seconds()*1e3)}
 	if d, ok := t.cfg.Live.(interface{ Describe() string }); ok {
 		ev.Message += " (" + d.Describe() + ")"
 	}
