@@ -162,12 +162,11 @@ func (c *cursor) fail(format string, args ...any) {
 }
 
 func (c *cursor) take(n int) []byte {
-	if c.err != nil {
-		return make([]byte, max(n, 0))
-	}
-	if n < 0 || n > len(c.buf)-c.at {
+	if c.err == nil && (n < 0 || n > len(c.buf)-c.at) {
 		c.err = c.f.errf(c.pos(), "%d bytes needed past the end of the structure (%d left): truncated, or a size that lies", n, len(c.buf)-c.at)
-		return make([]byte, max(n, 0))
+	}
+	if c.err != nil { // zeros for the fixed-size fields read after an error
+		return make([]byte, min(max(n, 0), 8))
 	}
 	b := c.buf[c.at : c.at+n]
 	c.at += n
@@ -216,9 +215,8 @@ func (f *File) superblock(at int64) error {
 	switch f.version {
 	case 0, 1:
 		c = f.cursorAt(at, 24)
-		c.skip(13)
-		c.skip(2) // free-space, root group entry and shared header versions
-		f.offSize, f.lenSize = int(c.buf[13]), int(c.buf[14])
+		c.skip(13) // signature, versions, reserved
+		f.offSize, f.lenSize = int(c.u8()), int(c.u8())
 		if c.err != nil {
 			return c.err
 		}
