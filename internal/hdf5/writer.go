@@ -113,8 +113,8 @@ func (w *Writer) Bytes() ([]byte, error) {
 	sb := e.buf[:0:superblockV2Size]
 	sb = append(sb, signature...)
 	sb = append(sb, 2, 8, 8, 0)
-	sb = binary.LittleEndian.AppendUint64(sb, 0)           // base address
-	sb = binary.LittleEndian.AppendUint64(sb, ^uint64(0))  // no superblock extension
+	sb = binary.LittleEndian.AppendUint64(sb, 0)          // base address
+	sb = binary.LittleEndian.AppendUint64(sb, ^uint64(0)) // no superblock extension
 	sb = binary.LittleEndian.AppendUint64(sb, uint64(len(e.buf)))
 	sb = binary.LittleEndian.AppendUint64(sb, uint64(root))
 	binary.LittleEndian.AppendUint32(sb, lookup3(sb, 0))
