@@ -31,7 +31,7 @@ type options struct {
 	text                               string // text: a file or folder of text to train on
 	userData                           bool   // --data: the held-out set is validation data, not a test set
 	kerasWeights                       bool
-	kerasConfig                        string // --keras-config: the architecture of a weights-only --keras file
+	kerasConfig                        string          // --keras-config: the architecture of a weights-only --keras file
 	set                                map[string]bool // flags given on the command line
 	kf                                 *kerasFile      // --keras, once read
 }
