@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"os"
 
+	"github.com/headroom-ml/headroom/internal/hdf5"
 	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -33,4 +36,41 @@ func orUnknown(s string) string {
 		return "version unknown"
 	}
 	return s
+}
+
+// loadModelFile reads --load: a headroom model file (safetensors), or a
+// Keras file holding weights (.keras, a legacy .h5, a weights-only .h5
+// with --keras-config), told apart by their first bytes.
+func loadModelFile(path, kerasConfig string) (*train.ModelFile, error) {
+	head := make([]byte, 8)
+	if f, err := os.Open(path); err == nil {
+		io.ReadFull(f, head)
+		f.Close()
+	}
+	if !hdf5.IsHDF5(head) && !bytes.HasPrefix(head, []byte("PK\x03\x04")) {
+		if kerasConfig != "" {
+			return nil, usagef("--keras-config goes with a Keras weights file; %s is not one", path)
+		}
+		return train.LoadModel(path)
+	}
+	km, err := loadKerasFile(path, kerasConfig)
+	if err != nil {
+		return nil, err
+	}
+	if km.File == nil || !km.File.HasWeights() {
+		return nil, fmt.Errorf("%s holds no weights: a model to run needs them", path)
+	}
+	ws, err := keras.ReadFileWeights(km)
+	if err != nil {
+		return nil, err
+	}
+	mf := &train.ModelFile{Path: path, Model: km.NN(), Weights: ws, Meta: map[string]string{}}
+	losses, err := km.Training.StepLosses()
+	if err == nil && len(losses) == 1 && losses[0].Output == 0 {
+		mf.Loss = losses[0].Loss
+	}
+	if out := outputShape(km, 0); out.Size() > 1 {
+		mf.Preprocessing.Classes = out.Size()
+	}
+	return mf, nil
 }
