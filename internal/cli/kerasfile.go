@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/headroom-ml/headroom/internal/hdf5"
+	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -73,4 +76,22 @@ func loadModelFile(path, kerasConfig string) (*train.ModelFile, error) {
 		mf.Preprocessing.Classes = out.Size()
 	}
 	return mf, nil
+}
+
+// isKerasArchive reports whether --save names a .keras file.
+func isKerasArchive(path string) bool { return strings.EqualFold(filepath.Ext(path), ".keras") }
+
+// saveKeras writes the trained model as a Keras 3 .keras archive: the
+// --keras file's own config when it is Keras 3's, else one written from
+// the model.
+func (o *options) saveKeras(w io.Writer, path string, m nn.Model, t *train.Trainer) error {
+	var from *keras.Model
+	if o.kf != nil {
+		from = o.kf.m
+	}
+	if err := keras.WriteArchive(path, m, from, t.Weight); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "headroom: saved the model to %s (a Keras 3 archive: keras.saving.load_model, or headroom predict --load %s)\n", path, path)
+	return nil
 }
