@@ -133,7 +133,7 @@ func writeSequentialConfig(m *nn.Sequential) ([]byte, error) {
 		name = "sequential"
 	}
 	return json.Marshal(map[string]any{"module": "keras", "class_name": "Sequential", "registered_name": nil,
-		"config": map[string]any{"name": name, "trainable": true, "dtype": "float32", "layers": layers},
+		"config":       map[string]any{"name": name, "trainable": true, "dtype": "float32", "layers": layers},
 		"build_config": map[string]any{"input_shape": batch}})
 }
 
