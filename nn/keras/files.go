@@ -67,25 +67,72 @@ func openFile(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case hdf5.IsHDF5(head):
-		h, err := hdf5.Open(path)
+	if !hdf5.IsHDF5(head) && !bytes.HasPrefix(head, zipMagic) {
+		if err := notModel(head); err != nil {
+			return nil, err
+		}
+		data, err := readFile(path)
 		if err != nil {
 			return nil, err
 		}
-		return fromH5(path, h)
-	case bytes.HasPrefix(head, zipMagic):
-		return openArchive(path)
-	case bytes.HasPrefix(head, lfsPointer):
-		return nil, errors.New("a Git LFS pointer, not the model: fetch it with git lfs pull")
-	case bytes.HasPrefix(head, pickleMagic) && len(head) > 1 && head[1] <= 5:
-		return nil, errors.New("a Python pickle, not a Keras model file: save the model with model.save(\"x.keras\")")
+		return &File{Path: path, Format: "json", Config: data}, nil
 	}
-	data, err := readFile(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
+		return nil, fmt.Errorf("cannot read: %w", err)
+	}
+	return parseFile(data, path)
+}
+
+// ParseFile reads a Keras model file (see File.Format) from data; name is
+// what errors call it. Malformed input is an error naming the file (and,
+// inside HDF5, the byte offset), never a panic (FuzzParseFile).
+func ParseFile(data []byte, name string) (*File, error) {
+	f, err := parseFile(data, name)
+	if err != nil {
+		var ke *Error
+		var he *hdf5.FormatError
+		if !errors.As(err, &ke) && !errors.As(err, &he) {
+			err = &Error{File: name, Index: -1, Err: err}
+		}
 		return nil, err
 	}
-	return &File{Path: path, Format: "json", Config: data}, nil
+	return f, nil
+}
+
+func parseFile(data []byte, name string) (*File, error) {
+	switch {
+	case hdf5.IsHDF5(data):
+		h, err := hdf5.Parse(data, name)
+		if err != nil {
+			return nil, err
+		}
+		return fromH5(name, h)
+	case bytes.HasPrefix(data, zipMagic):
+		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return nil, fmt.Errorf("a zip archive that cannot be read: %w", err)
+		}
+		return fromArchive(name, zr)
+	}
+	if err := notModel(data); err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("larger than %d MiB: not a model config", maxFileBytes>>20)
+	}
+	return &File{Path: name, Format: "json", Config: data}, nil
+}
+
+// notModel names files that are often saved under a model's name.
+func notModel(head []byte) error {
+	switch {
+	case bytes.HasPrefix(head, lfsPointer):
+		return errors.New("a Git LFS pointer, not the model: fetch it with git lfs pull")
+	case bytes.HasPrefix(head, pickleMagic) && len(head) > 1 && head[1] <= 5:
+		return errors.New("a Python pickle, not a Keras model file: save the model with model.save(\"x.keras\")")
+	}
+	return nil
 }
 
 // sniff returns the first bytes of the file at path.
@@ -239,14 +286,10 @@ func chunkedAttr(g *hdf5.Group, name string) ([]string, error) {
 // maxWeightsBytes bounds the model.weights.h5 read from a .keras archive.
 const maxWeightsBytes = 1 << 36
 
-// openArchive reads a Keras 3 .keras zip: config.json, metadata.json's
+// fromArchive reads a Keras 3 .keras zip: config.json, metadata.json's
 // keras_version and model.weights.h5.
-func openArchive(path string) (*File, error) {
-	zr, err := zip.OpenReader(path)
-	if err != nil {
-		return nil, fmt.Errorf("a zip archive that cannot be read: %w", err)
-	}
-	defer zr.Close()
+func fromArchive(path string, zr *zip.Reader) (*File, error) {
+	var err error
 	f := &File{Path: path, Format: "keras"}
 	var weights []byte
 	for _, zf := range zr.File {

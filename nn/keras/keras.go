@@ -462,7 +462,7 @@ func (p *parser) readEntry(i int, raw any) (*entry, error) {
 	if err := refuse(e); err != nil {
 		return nil, p.layerErr(i, e.name, err)
 	}
-	if dt := dtypeName(e.f); e.class != "InputLayer" && dt != "" && dt != "float32" {
+	if dt := dtypeName(e.f); e.class != "InputLayer" && dt != "" && dt != "float32" && !sixteenBit[dt] {
 		e.f.unsupported("dtype %s is not supported: headroom reads float32 models and plans precision itself", dt)
 	}
 	if e.f.err != nil {
@@ -470,6 +470,11 @@ func (p *parser) readEntry(i int, raw any) (*entry, error) {
 	}
 	return e, nil
 }
+
+// sixteenBit are the dtype policies of layers whose weights a file may
+// store in 16 bits: headroom reads them as float32 (the weights
+// converted) and plans precision itself (--precision).
+var sixteenBit = map[string]bool{"float16": true, "bfloat16": true, "mixed_float16": true, "mixed_bfloat16": true}
 
 // pythonOnly are Keras classes whose work is Python code or a lookup table
 // built from data in Python: a config cannot say what they compute.
