@@ -3,6 +3,7 @@ package hdf5
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -198,5 +199,41 @@ func TestHalf(t *testing.T) {
 	}
 	if !math.IsInf(float64(half(0x7c00)), 1) || !math.IsNaN(float64(half(0x7e00))) {
 		t.Errorf("half: infinity and NaN")
+	}
+}
+
+// Malformed files (a loop in the groups, a size that lies, a dataset
+// larger than the file, a truncated file, a heap larger than the file)
+// end in a *FormatError naming the file and the byte offset.
+func TestMalformed(t *testing.T) {
+	dir, _ := makeH5py(t)
+	for _, c := range []struct{ file, want string }{
+		{"cycle.h5", "contains itself"},
+		{"lying_size.h5", "contiguous storage of 4000 bytes for 1000000000 elements"},
+		{"larger_than_file.h5", "runs past the end of the file"},
+		{"truncated.h5", "past the end"},
+		{"heap_size.h5", "past the end of the file"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			path := filepath.Join(dir, "bad", c.file)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := Parse(data, path)
+			if err == nil {
+				var root *Group
+				if root, err = f.Root(); err == nil {
+					err = root.Walk(func(d *Dataset) error { _, err := d.Float32s(); return err })
+				}
+			}
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("got %v, want a *FormatError", err)
+			}
+			if fe.File != path || fe.Offset <= 0 || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "at byte") {
+				t.Errorf("got %q (offset %d), want the file, an offset and %q", err, fe.Offset, c.want)
+			}
+		})
 	}
 }

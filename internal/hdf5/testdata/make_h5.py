@@ -110,3 +110,33 @@ for name in sorted(os.listdir(out)):
         record(os.path.join(out, name))
 with open(os.path.join(out, "manifest.json"), "w") as f:
     json.dump(manifest, f)
+
+# malformed files, beside: each must end in an error naming the file and an offset
+bad = os.path.join(out, "bad")
+os.makedirs(bad, exist_ok=True)
+with h5py.File(os.path.join(bad, "cycle.h5"), "w") as f:
+    f.create_group("a/b")
+    f["a/b/loop"] = f["a"]  # a hard link to an ancestor: a loop in the groups
+    f["a/x"] = np.zeros(3, dtype=np.float32)
+with h5py.File(os.path.join(out, "tmp_big.h5"), "w") as f:
+    f.create_dataset("w", data=np.arange(1000, dtype=np.float32))
+raw = bytearray(open(os.path.join(out, "tmp_big.h5"), "rb").read())
+os.remove(os.path.join(out, "tmp_big.h5"))
+space = b"\x01\x01\x01\x00\x00\x00\x00\x00" + (1000).to_bytes(8, "little")  # dataspace v1, rank 1, max dims
+i = raw.find(space)
+assert i > 0, "no dataspace message of 1000 elements"
+lying = bytearray(raw)
+lying[i + 8:i + 16] = (10 ** 9).to_bytes(8, "little")
+lying[i + 16:i + 24] = (10 ** 9).to_bytes(8, "little")  # a dataspace that lies: 10^9 elements in 4000 bytes of storage
+open(os.path.join(bad, "lying_size.h5"), "wb").write(lying)
+# 10^9 elements and a layout that says 4e9 bytes: a dataset larger than the file
+larger = bytearray(lying)
+j = larger.find((4000).to_bytes(8, "little"))
+assert j > 0
+larger[j:j + 8] = (4 * 10 ** 9).to_bytes(8, "little")
+open(os.path.join(bad, "larger_than_file.h5"), "wb").write(larger)
+open(os.path.join(bad, "truncated.h5"), "wb").write(raw[:len(raw) // 2])
+heap = bytearray(raw)
+k = heap.find(b"HEAP")
+heap[k + 8:k + 16] = (1 << 40).to_bytes(8, "little")  # a local heap larger than the file
+open(os.path.join(bad, "heap_size.h5"), "wb").write(heap)
