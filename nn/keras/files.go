@@ -36,6 +36,7 @@ type File struct {
 	h5        *hdf5.File  // the weights; nil when the file holds none
 	wroot     *hdf5.Group // the group holding the weights
 	keras3    bool        // Keras 3's layers/<name>/vars layout, not weight_names
+	legacy    bool        // Keras 1 and 2's layer_names and weight_names
 	layoutErr error       // why the weights are in no layout Keras writes
 }
 
@@ -214,6 +215,7 @@ func (f *File) detectLayout() error {
 		return err
 	}
 	if names != nil {
+		f.legacy = true
 		return nil
 	}
 	for _, c := range []string{"layers", "_layer_checkpoint_dependencies"} {
@@ -413,7 +415,7 @@ func (f *File) ParamCount() (int64, error) {
 	}
 	var n int64
 	err := f.wroot.Walk(func(d *hdf5.Dataset) error {
-		if f.keras3 {
+		if !f.legacy {
 			top, _, _ := strings.Cut(strings.TrimPrefix(d.Path(), "/"), "/")
 			if top == "optimizer" || top == "metrics" {
 				return nil
