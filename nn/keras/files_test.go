@@ -271,3 +271,18 @@ func (z *zipWriter) add(name string, data []byte) {
 }
 
 func (z *zipWriter) close() { z.zw.Close() }
+
+// Layers under a 16-bit dtype policy (float16, bfloat16, mixed_*) are read
+// as float32 layers: their weights are converted, precision is planned.
+func TestSixteenBitPolicies(t *testing.T) {
+	for _, p := range []string{`"float16"`, `"bfloat16"`, `{"class_name": "DTypePolicy", "config": {"name": "mixed_float16"}}`,
+		`{"module": "keras", "class_name": "DTypePolicy", "config": {"name": "mixed_bfloat16"}}`} {
+		conf := `{"class_name": "Sequential", "config": {"name": "s", "layers": [
+			{"class_name": "InputLayer", "config": {"batch_shape": [null, 4], "name": "in"}},
+			{"class_name": "Dense", "config": {"name": "d", "units": 2, "dtype": ` + p + `}}]}}`
+		m, err := Parse([]byte(conf), "p.json")
+		if err != nil || m.Params != 10 {
+			t.Errorf("dtype %s: %v", p, err)
+		}
+	}
+}
