@@ -186,8 +186,8 @@
 // softmax or sigmoid output through its logits whatever from_logits says.
 //
 // Optimizers (NewOptimizer): Adam, AdamW, SGD (momentum, nesterov),
-// RMSprop (rho, momentum, centered), Adagrad (initial_accumulator_value)
-// and Nadam, with their settings, Keras 3's defaults for those a file
+// RMSprop (rho, momentum, centered), Adagrad (initial_accumulator_value),
+// Nadam and Adamax, with their settings, Keras 3's defaults for those a file
 // leaves out, Keras' update rules (ε before Adam's bias correction, inside
 // RMSprop's root; Nadam's momentum schedule, Keras 2's schedule_decay
 // included), Keras 3's decoupled weight_decay for Adam, global_clipnorm as
