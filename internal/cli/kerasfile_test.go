@@ -42,7 +42,7 @@ var sharedFiles = []sharedFile{
 	{file: "k224_seq2seq_katakana_lstm.h5", status: "exact"},
 	{file: "k240_teachable_mnv2_catdog.h5", status: "exact"},
 	{file: "k211_imdb_embedding_hdf5.keras", status: "pending", refusal: "dimension 1 is unknown (null)"}, // (None, None) token ids
-	{file: "k215_cifar10_bn_cnn.h5", status: "exact"}, // its optimizer: Adamax, registered as Custom>Adamax
+	{file: "k215_cifar10_bn_cnn.h5", status: "exact"},                                                     // its optimizer: Adamax, registered as Custom>Adamax
 	{file: "k37_churn_mlp.h5", status: "exact"},
 	{file: "k310_battery_soh_gru.h5", status: "exact"},
 	{file: "k3151_mnist_cnn.keras", status: "exact"},
