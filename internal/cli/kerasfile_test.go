@@ -99,6 +99,10 @@ func TestPlanKerasSharedFiles(t *testing.T) {
 			if n, err := f.ParamCount(); err != nil || n != int64(total) {
 				t.Errorf("the file's weights hold %d values (%v), want %d", n, err, total)
 			}
+			decoded := 0
+			if err := f.RawWeights(func(_ string, _ []int64, v []float32) error { decoded += len(v); return nil }); err != nil || decoded != total {
+				t.Errorf("%d weight values decoded (%v), want %d", decoded, err, total)
+			}
 			switch c.status {
 			case "exact":
 				p := planKeras(t, append(args, c.flags...)...)

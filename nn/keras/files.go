@@ -410,19 +410,35 @@ func (f *File) Model() (*Model, error) {
 // legacy .h5), or every dataset but the optimizer's and the metrics'
 // state (Keras 3 layout). It is Keras' "Total params" of the model saved.
 func (f *File) ParamCount() (int64, error) {
-	if f.h5 == nil {
-		return 0, nil
-	}
 	var n int64
-	err := f.wroot.Walk(func(d *hdf5.Dataset) error {
+	err := f.walkWeights(func(d *hdf5.Dataset) error { n += d.Elements(); return nil })
+	return n, err
+}
+
+// RawWeights calls fn with every weight the file holds (ParamCount's
+// datasets), by its path in the HDF5 file, decoded to float32: what a
+// file holds, read whether or not its layers map onto nn.
+func (f *File) RawWeights(fn func(path string, shape []int64, values []float32) error) error {
+	return f.walkWeights(func(d *hdf5.Dataset) error {
+		v, err := d.Float32s()
+		if err != nil {
+			return err
+		}
+		return fn(d.Path(), d.Shape, v)
+	})
+}
+
+func (f *File) walkWeights(fn func(d *hdf5.Dataset) error) error {
+	if f.h5 == nil {
+		return nil
+	}
+	return f.wroot.Walk(func(d *hdf5.Dataset) error {
 		if !f.legacy {
 			top, _, _ := strings.Cut(strings.TrimPrefix(d.Path(), "/"), "/")
 			if top == "optimizer" || top == "metrics" {
 				return nil
 			}
 		}
-		n += d.Elements()
-		return nil
+		return fn(d)
 	})
-	return n, err
 }
