@@ -38,7 +38,10 @@ func readAll(data []byte) error {
 }
 
 // FuzzOpen: no input makes the reader panic, hang or allocate without
-// bound; every failure is a *FormatError or a NotFoundError.
+// bound; every failure is a *FormatError or a NotFoundError. Its seeds in
+// testdata/fuzz/FuzzOpen are small files h5py wrote: a group large enough
+// for a B-tree of symbol nodes, dense links and attributes in fractal
+// heaps with a fixed-array chunk index, and chunked deflated data.
 func FuzzOpen(f *testing.F) {
 	b, _ := sample(&testing.T{})
 	f.Add(b)
