@@ -95,3 +95,16 @@ func (o *options) saveKeras(w io.Writer, path string, m nn.Model, t *train.Train
 	fmt.Fprintf(w, "headroom: saved the model to %s (a Keras 3 archive: keras.saving.load_model, or headroom predict --load %s)\n", path, path)
 	return nil
 }
+
+// checkKerasSave refuses, before step 1, a --save .keras of a model that
+// has no Keras config (a run never trains to lose its result).
+func (o *options) checkKerasSave(m nn.Model) error {
+	var from *keras.Model
+	if o.kf != nil {
+		from = o.kf.m
+	}
+	if err := keras.CheckArchive(m, from); err != nil {
+		return fmt.Errorf("--save: %w", err)
+	}
+	return nil
+}

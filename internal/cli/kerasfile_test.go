@@ -398,4 +398,13 @@ print(len(a))
 	if out, err := exec.Command(py, "-c", script, small, small).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "4" {
 		t.Errorf("h5py cannot read small.keras: %v: %s", err, out)
 	}
+	// a model with no Keras config is refused before step 1
+	resnet := filepath.Join(dir, "resnet.keras")
+	status, stdout, stderr = run(t, "train", "--model", "resnet", "--epochs", "1", "--save", resnet)
+	if status == 0 || !strings.Contains(stderr, "--save") || strings.Contains(stdout, "epoch 1/1") {
+		t.Errorf("--save resnet.keras: status %d, %s: want a refusal before training", status, stderr)
+	}
+	if _, err := os.Stat(resnet); err == nil {
+		t.Errorf("%s was written", resnet)
+	}
 }

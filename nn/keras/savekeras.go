@@ -76,6 +76,13 @@ func WriteArchive(path string, model nn.Model, from *Model, weight func(name str
 	return nil
 }
 
+// CheckArchive reports whether WriteArchive can write model (read from
+// from, which may be nil): an error naming why not, before any training.
+func CheckArchive(model nn.Model, from *Model) error {
+	_, err := archiveConfig(model, from)
+	return err
+}
+
 func nameOf(model map[string]any) string {
 	if c, ok := model["config"].(map[string]any); ok {
 		if n, ok := c["name"].(string); ok {
