@@ -25,12 +25,14 @@ step "system packages"
 # opened in it), a font for its text, the Fashion-MNIST files, Open MPI
 # (the distributed tests build with -tags mpi and run under mpirun),
 # Node.js and npm (ONNX exports are run in onnxruntime-node, which the test
-# installs with npm) and NumPy for Debian's python3 (the go-src corpus is
-# compared with the PyTorch peer's).
+# installs with npm), NumPy for Debian's python3 (the go-src corpus is
+# compared with the PyTorch peer's) and h5py (the HDF5 reader and writer
+# are checked against files it writes and reads).
 need=()
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need+=(python3-numpy)
+/usr/bin/python3 -c 'import h5py' >/dev/null 2>&1 || need+=(python3-h5py)
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 [ -f /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] || [ -f /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)

@@ -31,12 +31,14 @@ const exportBatch = 128
 // exportFlags are export's flags.
 type exportFlags struct {
 	load, format, out, calib, calibLabels string
+	kerasConfig                           string
 	opset, calibBatches, threads          int
 	int8                                  bool
 }
 
 func (f *exportFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.load, "load", "", "the model file (written by headroom train --save)")
+	fs.StringVar(&f.load, "load", "", "the model file: written by headroom train --save, or a Keras .keras or .h5 file")
+	fs.StringVar(&f.kerasConfig, "keras-config", "", "with --load WEIGHTS.h5: the Keras model's architecture (model.to_json(), or a .keras archive's config.json)")
 	fs.StringVar(&f.format, "format", "onnx", "the export format: onnx")
 	fs.StringVar(&f.out, "out", "", "the file to write, e.g. model.onnx")
 	fs.IntVar(&f.opset, "opset", onnx.DefaultOpset, fmt.Sprintf("the ONNX opset, %d to %d", onnx.MinOpset, onnx.MaxOpset))
@@ -80,7 +82,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	setThreads(f.threads)
-	mf, err := train.LoadModel(f.load)
+	mf, err := loadModelFile(f.load, f.kerasConfig)
 	if err != nil {
 		return err
 	}

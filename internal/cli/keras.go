@@ -21,7 +21,7 @@ type kerasFile struct {
 // loadKeras reads --keras once.
 func (o *options) loadKeras() (*keras.Model, error) {
 	if o.kf == nil {
-		m, err := keras.Load(o.keras)
+		m, err := loadKerasFile(o.keras, o.kerasConfig)
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +51,8 @@ func (o *options) kerasModel(info data.SetInfo) (nn.Model, error) {
 	if ins[0].Shape.Size() != d.Shape.Size() {
 		return nil, fmt.Errorf("%s expects examples of shape %v; data set %s has %v", o.keras, ins[0].Shape, o.dataset, d.Shape)
 	}
-	if out := outputShape(km, 0); d.Classes > 0 && out.Size() != d.Classes {
+	binary := km.Loss == "binary_crossentropy" && d.Classes == 2 // one sigmoid output for two classes
+	if out := outputShape(km, 0); d.Classes > 0 && out.Size() != d.Classes && !(binary && out.Size() == 1) {
 		return nil, fmt.Errorf("%s ends in %v outputs; data set %s has %d classes", o.keras, out, o.dataset, d.Classes)
 	}
 	return m, nil
@@ -162,6 +163,13 @@ func (o *options) kerasStart(w io.Writer, t *train.Trainer) error {
 		return nil
 	}
 	o.printKerasOptimizer(w)
+	if f := o.kf.m.File; f != nil && f.HasWeights() {
+		if o.set["keras-weights"] && !o.kerasWeights {
+			fmt.Fprintf(w, "weights: fresh (--keras-weights=false), not %s's\n", o.keras)
+			return nil
+		}
+		return startFromFile(w, o.kf.m, t)
+	}
 	if !o.kerasWeights {
 		return nil
 	}

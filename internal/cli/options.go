@@ -31,6 +31,7 @@ type options struct {
 	text                               string // text: a file or folder of text to train on
 	userData                           bool   // --data: the held-out set is validation data, not a test set
 	kerasWeights                       bool
+	kerasConfig                        string          // --keras-config: the architecture of a weights-only --keras file
 	set                                map[string]bool // flags given on the command line
 	kf                                 *kerasFile      // --keras, once read
 }
@@ -50,8 +51,9 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.accumulate, "accumulate", 1, "split each batch into this many micro-batches and accumulate their gradients")
 	fs.BoolVar(&o.remat, "remat", false, "recompute activations in the backward pass, keeping every √L-th layer output")
 	fs.BoolVar(&o.stream, "stream", false, "read the training set from its files (or generate it) each epoch through the input pipeline instead of holding it in memory (fashion-mnist, synthetic, --data); automatic when it would take more than half the budget")
-	fs.StringVar(&o.keras, "keras", "", "a Keras model config (model.to_json() of a Sequential or functional model, a .keras file, or a TensorFlow.js model.json) to use instead of --model; its optimizer and loss are used unless --optimizer or --lr is given")
-	fs.BoolVar(&o.kerasWeights, "keras-weights", false, "with --keras: start from the weights the TensorFlow.js model.json's weightsManifest lists (shards beside it)")
+	fs.StringVar(&o.keras, "keras", "", "a Keras model file to use instead of --model: model.to_json() of a Sequential or functional model, a .keras archive, a legacy full-model .h5, a weights-only .h5 (with --keras-config) or a TensorFlow.js model.json; its optimizer and loss are used unless --optimizer or --lr is given, and training starts from the weights it holds")
+	fs.BoolVar(&o.kerasWeights, "keras-weights", false, "with --keras: start from the file's weights (the default for .keras and .h5 files; --keras-weights=false starts from fresh weights); for a TensorFlow.js model.json, from the shards its weightsManifest lists")
+	fs.StringVar(&o.kerasConfig, "keras-config", "", "with --keras WEIGHTS.h5: the model's architecture (model.to_json(), or a .keras archive's config.json)")
 	fs.IntVar(&o.seq, "seq", 128, "text data sets (go-src, --text): the window of a language model, in bytes")
 	fs.StringVar(&o.text, "text", "", "train a language model (gpt, lstm) on this file or folder of text (read recursively, sorted; 90% train, 10% validation)")
 	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
@@ -130,6 +132,8 @@ func (o *options) check() error {
 		return usagef("--lr %v: want a finite learning rate >= 0", o.lr)
 	case o.kerasWeights && o.keras == "":
 		return usagef("--keras-weights needs --keras")
+	case o.kerasConfig != "" && o.keras == "":
+		return usagef("--keras-config needs --keras (the weights file)")
 	case o.batch%o.accumulate != 0:
 		return usagef("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}

@@ -21,6 +21,7 @@ import (
 // inferFlags are what predict and evaluate share.
 type inferFlags struct {
 	load              string
+	kerasConfig       string // the architecture of a weights-only Keras --load
 	batch, micro      int
 	threads           int
 	budget            string
@@ -32,7 +33,8 @@ type inferFlags struct {
 }
 
 func (f *inferFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.load, "load", "", "the model file (written by headroom train --save)")
+	fs.StringVar(&f.load, "load", "", "the model file: written by headroom train --save, or a Keras .keras or .h5 file")
+	fs.StringVar(&f.kerasConfig, "keras-config", "", "with --load WEIGHTS.h5: the Keras model's architecture (model.to_json(), or a .keras archive's config.json)")
 	fs.IntVar(&f.batch, "batch", 128, "examples read at once (Keras' batch_size)")
 	fs.IntVar(&f.micro, "micro-batch", 32, "examples one run of the inference step computes: a batch runs as several (same outputs, a fraction of the memory); 0: the whole batch")
 	fs.IntVar(&f.threads, "threads", defaultThreads(), "threads for kernels")
@@ -156,7 +158,7 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 	if *quiet {
 		w = io.Discard
 	}
-	mf, err := train.LoadModel(f.load)
+	mf, err := loadModelFile(f.load, f.kerasConfig)
 	if err != nil {
 		return err
 	}
@@ -210,7 +212,7 @@ func runEvaluate(args []string, stdout, stderr io.Writer) error {
 	if *quiet {
 		w = io.Discard
 	}
-	mf, err := train.LoadModel(f.load)
+	mf, err := loadModelFile(f.load, f.kerasConfig)
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,11 @@ func (r *trainRun) report(t *train.Trainer, h *train.History) error {
 		fmt.Fprintln(r.stdout, ")")
 		return nil
 	}
-	if r.f.save != "" { // every process takes part; rank 0 writes
+	if r.f.save != "" && isKerasArchive(r.f.save) { // a Keras 3 .keras archive
+		if err := r.o.saveKeras(r.out, r.f.save, r.cfg.Model, t); err != nil {
+			return err
+		}
+	} else if r.f.save != "" { // every process takes part; rank 0 writes
 		if err := t.SaveModel(r.f.save, r.o.preprocessing(r.info, &r.df), r.o.registered(r.info)); err != nil {
 			return err
 		}

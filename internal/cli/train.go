@@ -36,7 +36,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.csv, "csv", "", "append one line per epoch to this CSV file")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the RESULT line")
 	fs.Int64Var(&f.maxSteps, "max-steps", 0, "stop after this many optimizer steps (0: run every epoch)")
-	fs.StringVar(&f.save, "save", "", "write the model to this safetensors file: its weights and, in the metadata, its architecture and preprocessing (headroom predict, evaluate, export and generate read it)")
+	fs.StringVar(&f.save, "save", "", "write the model to this safetensors file: its weights and, in the metadata, its architecture and preprocessing (headroom predict, evaluate, export and generate read it); a name ending in .keras writes a Keras 3 archive")
 	fs.DurationVar(&f.rankTimeout, "rank-timeout", 60*time.Second, "under mpirun: how long a collective may wait for the other processes before the job fails naming the missing rank")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of training to this file (go tool pprof)")
 	fs.BoolVar(&f.strict, "strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
@@ -200,6 +200,11 @@ func (r *trainRun) checkFiles() error {
 	if r.f.ckpt != "" { // as Keras' ModelCheckpoint: make it, and fail before step 1 if we cannot
 		if err := os.MkdirAll(r.f.ckpt, 0o755); err != nil {
 			return fmt.Errorf("--checkpoint-dir: %w", err)
+		}
+	}
+	if r.f.save != "" && isKerasArchive(r.f.save) {
+		if err := r.o.checkKerasSave(r.cfg.Model); err != nil {
+			return err
 		}
 	}
 	if r.f.csv != "" {

@@ -1,8 +1,9 @@
-// Package keras reads a Keras model config, Sequential or functional, and
-// maps it onto headroom's model vocabulary (package nn), so that a model
-// written in Keras can be planned (`headroom plan --keras model.json`),
-// trained (`headroom train --keras`), and, from a TensorFlow.js model's
-// weights, fine-tuned (`--keras-weights`).
+// Package keras reads a Keras model file (a JSON config, a .keras archive,
+// a legacy .h5), Sequential or functional, and maps it onto headroom's
+// model vocabulary (package nn), so that a model written in Keras can be
+// planned (`headroom plan --keras model.keras`), trained and fine-tuned
+// from its weights (`headroom train --keras`), run (`headroom predict
+// --load model.h5`) and written back as a .keras archive (`--save`).
 //
 // In the life of a step, keras sits before the first stage: it turns a file
 // into an *nn.Sequential or an *nn.Functional, which is then built into a
@@ -12,7 +13,27 @@
 //
 // # What is read
 //
-// Load and Parse accept:
+// Load and OpenFile tell a file's format by its first bytes, not by its
+// name (tf.keras before 2.12 wrote HDF5 under a .keras name; a pickle or
+// a Git LFS pointer under a model's name is named as such):
+//   - a Keras 3 .keras archive (a zip): config.json, metadata.json (its
+//     keras_version: tf.keras 2.13 and 2.14 archives are read as Keras 2)
+//     and model.weights.h5;
+//   - a legacy full model (model.save("x.h5"), Keras 1 to 3): HDF5 whose
+//     root attributes hold model_config, training_config (its loss and
+//     optimizer are used as a JSON file's are; metrics are not needed) and
+//     keras_version, and whose model_weights group holds the weights;
+//   - weights alone (save_weights: HDF5 in Keras 2's or Keras 3's layout,
+//     the root holding them), with the architecture from another file
+//     (LoadWithConfig; the CLI's --keras-config);
+//   - JSON, as below.
+//
+// HDF5 is read by internal/hdf5, this project's own reader of the subset
+// Keras writes (its doc says why no module from the Go module proxy is
+// used). File.ParamCount counts the values of the weights a file holds,
+// the optimizer's and the metrics' state left out.
+//
+// Parse and the JSON files accept:
 //   - what model.to_json() writes: {"class_name": "Sequential" | "Model" |
 //     "Functional", "config": {...}}, with Keras 2 keys (batch_input_shape,
 //     dtype strings, inbound nodes as lists) or Keras 3 keys (batch_shape,
@@ -165,8 +186,8 @@
 // softmax or sigmoid output through its logits whatever from_logits says.
 //
 // Optimizers (NewOptimizer): Adam, AdamW, SGD (momentum, nesterov),
-// RMSprop (rho, momentum, centered), Adagrad (initial_accumulator_value)
-// and Nadam, with their settings, Keras 3's defaults for those a file
+// RMSprop (rho, momentum, centered), Adagrad (initial_accumulator_value),
+// Nadam and Adamax, with their settings, Keras 3's defaults for those a file
 // leaves out, Keras' update rules (ε before Adam's bias correction, inside
 // RMSprop's root; Nadam's momentum schedule, Keras 2's schedule_decay
 // included), Keras 3's decoupled weight_decay for Adam, global_clipnorm as
@@ -182,14 +203,62 @@
 //
 // # Weights
 //
+// ReadFileWeights and LoadFileWeights read the weights of a .keras or .h5
+// file into the model's variables, in both layouts Keras has used:
+//   - Keras 1 and 2 (and Keras 3 writing .h5): model_weights (or the
+//     root) lists its layers in a layer_names attribute, and each layer's
+//     group its weights, in order, in weight_names (both split into
+//     name0, name1, ... when Keras 2 found them too long). A weight loads
+//     into the variable of its layer whose name ends as the weight's does,
+//     a recurrent cell's level ("lstm_cell") dropped, or whose name the
+//     weight's ends: "dense_1/kernel:0", Keras 2's renamed inner groups
+//     ("Conv2D1_5/kernel:0" of layer Conv2D1), Keras 3's
+//     "sequential/gru/gru_cell/kernel", a nested model's weights listed
+//     under the outer layer without the inner model's name, Keras 1's
+//     "dense_1_W:0" (W, b). A weight that matches no variable, or two, is
+//     an error naming it.
+//   - Keras 3 (and tf.keras 2.13+ archives): each layer's variables are
+//     layers/<snake_case(class)>[_N]/vars/<i>, N counting the layers of a
+//     class in its model's list (taken in the order of N: tf.keras 2.13
+//     skips numbers), in the order Keras creates them (kernel,
+//     depthwise_kernel, pointwise_kernel, recurrent_kernel, bias, gamma,
+//     beta, moving_mean, moving_variance, embeddings, alpha, mean,
+//     variance, count); sub-layers beside vars: an RNN's cell, a
+//     TimeDistributed's layer, a Bidirectional's forward_layer and
+//     backward_layer, MultiHeadAttention's query_dense, key_dense,
+//     value_dense and output_dense; a nested model's layers under its own
+//     layers group. keras.src.ops nodes and InputLayers hold none; the
+//     optimizer's and metrics' groups are not weights.
+//
+// Every variable must get exactly one value of its shape. float16,
+// bfloat16 (a 16-bit float type, or Keras 3's 2-byte data tagged
+// dtype="bfloat16") and float64 weights are converted to float32: layers
+// whose dtype policy is float16, bfloat16, mixed_float16 or
+// mixed_bfloat16 are read as float32 layers, and headroom plans precision
+// itself (--precision). The optimizer's state in a file is not read:
+// training starts with fresh optimizer state.
+//
 // ReadWeights and LoadWeights read the weights a TensorFlow.js model.json
 // lists in its weightsManifest from the shard files beside it: float32
 // values, and uint8/uint16 affine-quantized (min + scale·q) and float16
 // ones, dequantized to float32. Each weight loads into the variable of its
 // name ("dense/kernel", a ":0" suffix dropped), or the one variable whose
 // name ends the weight's (a converter's "model/dense/kernel"); every
-// variable must get one, of its shape. HDF5 weights (.h5, .weights.h5) are
-// not read: headroom has no HDF5 reader.
+// variable must get one, of its shape.
+//
+// # Writing .keras archives
+//
+// WriteArchive writes a model as Keras 3 saves one: config.json,
+// metadata.json and model.weights.h5 in Keras 3's layout (the inverse of
+// the reading above). The config is the file's own when the model was
+// read from a Keras 3 config; otherwise it is written from an
+// nn.Sequential whose layers have Keras counterparts (Dense, Conv2D,
+// MaxPooling2D, AveragePooling2D, Flatten, Dropout, BatchNormalization,
+// LayerNormalization, Activation, Reshape, GlobalAveragePooling2D,
+// Embedding); other models are refused, naming the layer. h5py opens
+// what it writes (TestSaveKerasRoundTrip); Keras itself cannot be
+// installed here, so loading in Keras is checked only against its saving
+// code's layout.
 //
 // # Not supported, and why
 //
@@ -225,16 +294,18 @@
 //     from the first axis, nn from the last); Concatenate along the batch;
 //     tensors passed as keyword arguments to a layer that takes none (a
 //     mask); constants passed as a layer's input (_CONSTANT_VALUE).
-//   - dtypes other than float32, including mixed-precision policies:
-//     headroom plans precision itself. An input may be an integer type only
-//     when it feeds an Embedding.
-//   - HDF5 (.h5) files: export the JSON with model.to_json().
+//   - dtypes other than float32 and the 16-bit policies above (float64,
+//     integer layers): headroom plans precision itself. An input may be an
+//     integer type only when it feeds an Embedding.
+//   - model.weights.npz archives, sharded weights, soft and external
+//     links in HDF5 (Keras refuses them too).
 //
 // Read but not carried over, because nn has no such notion: regularizers
 // and constraints (they change the loss, not shapes or memory), bias and
 // other initializers than the kernel's, seeds and mask_zero.
 //
 // Any malformed input is an *Error naming the file, and the layer index and
-// name where known; Parse and ReadWeights never panic (FuzzParse,
-// FuzzReadWeights).
+// name where known (inside HDF5, an *hdf5.FormatError naming the byte
+// offset); Parse, ParseFile and ReadWeights never panic (FuzzParse,
+// FuzzParseFile, FuzzReadWeights).
 package keras

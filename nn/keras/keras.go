@@ -55,6 +55,9 @@ type Model struct {
 	// Training is what the file's training_config or compile_config asks
 	// for (optimizer, losses, loss weights); nil when it has none.
 	Training *Training
+	// File is the file the model was read from (Load, OpenFile): with
+	// its weights, when it holds them (File.HasWeights, ReadFileWeights).
+	File *File
 }
 
 // NN returns the model as an nn.Model: Sequential or Functional.
@@ -125,18 +128,33 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Load reads a Keras model config: what model.to_json() writes (Keras 2
+// Load reads a Keras model file: what model.to_json() writes (Keras 2
 // and Keras 3 keys, Sequential and functional models), a TensorFlow.js
 // layers-model model.json (the Keras config under
 // modelTopology.model_config, or modelTopology itself), Keras 2.0-era files
 // whose "config" is a bare list of layers, configs stored as a JSON string
-// inside JSON, and the config.json inside a Keras 3 .keras archive.
+// inside JSON, a Keras 3 .keras archive and a legacy full-model .h5 (with
+// their weights: Model.File), told apart by their content (OpenFile).
 func Load(path string) (*Model, error) {
-	data, err := readFile(path)
+	f, err := OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, path)
+	return f.Model()
+}
+
+// LoadWithConfig reads the weights-only file at weightsPath (HDF5 from
+// save_weights, or a .keras archive) with the architecture of the config
+// at configPath.
+func LoadWithConfig(weightsPath, configPath string) (*Model, error) {
+	f, err := OpenFile(weightsPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.WithConfig(configPath); err != nil {
+		return nil, err
+	}
+	return f.Model()
 }
 
 func readFile(path string) ([]byte, error) {
@@ -245,7 +263,7 @@ func (p *parser) parse(data []byte) (*Model, error) {
 func unpack(data []byte) ([]byte, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	if bytes.HasPrefix(data, []byte("\x89HDF\r\n\x1a\n")) {
-		return nil, unsupportedError("an HDF5 (.h5) model file: headroom reads the JSON config; write it with model.to_json(), or save a .keras file")
+		return nil, unsupportedError("an HDF5 (.h5) model file: read it from its path (Load), which reads HDF5")
 	}
 	if !bytes.HasPrefix(data, []byte("PK\x03\x04")) {
 		return data, nil
@@ -444,7 +462,7 @@ func (p *parser) readEntry(i int, raw any) (*entry, error) {
 	if err := refuse(e); err != nil {
 		return nil, p.layerErr(i, e.name, err)
 	}
-	if dt := dtypeName(e.f); e.class != "InputLayer" && dt != "" && dt != "float32" {
+	if dt := dtypeName(e.f); e.class != "InputLayer" && dt != "" && dt != "float32" && !sixteenBit[dt] {
 		e.f.unsupported("dtype %s is not supported: headroom reads float32 models and plans precision itself", dt)
 	}
 	if e.f.err != nil {
@@ -452,6 +470,11 @@ func (p *parser) readEntry(i int, raw any) (*entry, error) {
 	}
 	return e, nil
 }
+
+// sixteenBit are the dtype policies of layers whose weights a file may
+// store in 16 bits: headroom reads them as float32 (the weights
+// converted) and plans precision itself (--precision).
+var sixteenBit = map[string]bool{"float16": true, "bfloat16": true, "mixed_float16": true, "mixed_bfloat16": true}
 
 // pythonOnly are Keras classes whose work is Python code or a lookup table
 // built from data in Python: a config cannot say what they compute.

@@ -343,6 +343,7 @@ var optimizerDefaults = map[string]map[string]float64{
 	"rmsprop": {"learning_rate": 0.001, "rho": 0.9, "momentum": 0, "epsilon": 1e-7},
 	"adagrad": {"learning_rate": 0.001, "initial_accumulator_value": 0.1, "epsilon": 1e-7},
 	"nadam":   {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
+	"adamax":  {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
 }
 
 // ignoredSettings change nothing a training step computes, or are off.
@@ -362,7 +363,7 @@ func (t *Training) NewOptimizer() (*Optimizer, error) {
 	kind := strings.ToLower(class)
 	defs, ok := optimizerDefaults[kind]
 	if !ok {
-		return nil, unsupportedError(fmt.Sprintf("optimizer %s is not supported; supported: Adam, AdamW, SGD (momentum, nesterov), RMSprop, Adagrad, Nadam", t.Optimizer))
+		return nil, unsupportedError(fmt.Sprintf("optimizer %s is not supported; supported: Adam, AdamW, SGD (momentum, nesterov), RMSprop, Adagrad, Nadam, Adamax", t.Optimizer))
 	}
 	conf := make(map[string]any, len(t.optimizer))
 	for k, v := range t.optimizer {
@@ -474,6 +475,15 @@ func (t *Training) NewOptimizer() (*Optimizer, error) {
 			f.unsupported("Nadam weight_decay=%v is not supported", wd)
 		}
 		o.Optimizer = &optim.Nadam{Beta1: b1, Beta2: b2, Epsilon: eps, ScheduleDecay: d}
+	case "adamax":
+		b1, b2, eps := num("beta_1"), num("beta_2"), num("epsilon")
+		if !(b1 > 0 && b1 < 1 && b2 > 0 && b2 < 1 && eps > 0) {
+			f.fail("beta_1 %v, beta_2 %v, epsilon %v: want betas in (0, 1) and a positive epsilon", b1, b2, eps)
+		}
+		if wd != 0 {
+			f.unsupported("Adamax weight_decay=%v is not supported", wd)
+		}
+		o.Optimizer = &optim.Adamax{Beta1: b1, Beta2: b2, Epsilon: eps}
 	}
 	var unknown []string
 	for k, v := range conf {
