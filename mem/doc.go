@@ -29,6 +29,15 @@
 //   - OOMError: the typed error of a refused request, from a budget or from a
 //     device's capacity. It names the request, the limit, what is held and by
 //     whom, and the largest free block; the planner adds remedies.
+//   - Limit: the memory limit the process lives under (ProcessLimit: its
+//     container's cgroup v2 memory.max or v1 memory.limit_in_bytes, else
+//     the machine's available memory). LimitWatch follows a container's
+//     limit while a run trains: its files opened once, each Read a few
+//     preads into a buffer of its own (no allocation), giving the limit,
+//     v2's memory.high, the cgroup's usage and page cache, this process's
+//     anonymous memory, and where present OOM kills and PSI pressure.
+//     Allocator.Trim gives the pages of free blocks back to the OS
+//     (madvise MADV_DONTNEED) so a container sees a smaller plan at once.
 //
 // Accounting is exact: a request of n bytes charges exactly Align(n) bytes
 // (a multiple of Alignment, 64), never a page-rounded or chunk-rounded

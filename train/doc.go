@@ -22,6 +22,15 @@
 //     loop for all of them (fit.go, feed.go).
 //   - ProcessBudget: a whole process's memory budget (--budget, else the
 //     container's or the machine's limit) and what it leaves a plan.
+//   - Live (Config.Live; LiveBudget follows a container's limit): the
+//     memory a run may reserve now, read at each step boundary. Below the
+//     running plan, the next step runs on a rung of a ladder of cheaper
+//     plans (more micro-batches, then recomputation, then mixed_bfloat16
+//     with LivePrecision), the freed memory given back to the OS first;
+//     with room again for LiveSettle it grows back; with no rung left it
+//     checkpoints and returns *BudgetExhausted (follow.go). A data-parallel
+//     run agrees at each boundary, so every rank stops (an interrupt on
+//     any) and re-plans at the same step.
 //   - Predictor and Generator: inference through a plan of its own (the
 //     forward pass only; a language model's one-token decoding step with
 //     its cache), on a session of their own.
