@@ -268,6 +268,7 @@ func (r *fitRun) boundary(interrupted bool) (bool, error) {
 			}
 		}
 	}
+	mine := want
 	stop, want, err := t.agreeAll(interrupted, want)
 	if err != nil || stop || want == t.follow.at {
 		t.follow.last = time.Now()
@@ -276,16 +277,17 @@ func (r *fitRun) boundary(interrupted bool) (bool, error) {
 	if want < 0 {
 		return false, r.exhausted()
 	}
-	err = r.moveTo(want)
+	err = r.moveTo(want, want != mine)
 	t.follow.last = time.Now()
 	return false, err
 }
 
-// moveTo re-plans the run as rung i of the ladder: it gives the running
+// moveTo re-plans the run as rung i of the ladder (forPeer: another
+// process of the run needed it, not this one): it gives the running
 // reservation back (the arena's pages to the OS at once), reserves the new
 // one and logs the event with the budgets and the peaks. Variables are
 // kept, so no step is lost or applied twice.
-func (r *fitRun) moveTo(i int) error {
+func (r *fitRun) moveTo(i int, forPeer bool) error {
 	t, f := r.t, r.t.follow
 	from, to, verb := f.ladder[f.at], f.ladder[i], "shrank"
 	if i < f.at {
@@ -328,6 +330,9 @@ func (r *fitRun) moveTo(i int) error {
 		Message: fmt.Sprintf("live budget %s: %s from %v to %v in %.0f ms", mem.FormatBytes(live), verb, from, to, time.Since(began).Seconds()*1e3)}
 	if d, ok := t.cfg.Live.(interface{ Describe() string }); ok {
 		ev.Message += " (" + d.Describe() + ")"
+	}
+	if forPeer {
+		ev.Message += ", as another process of the run needed"
 	}
 	if t.cfg.Log != nil {
 		t.cfg.Log(ev.String())

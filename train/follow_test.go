@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,3 +145,88 @@ func TestLiveBudgetExhaustedCheckpoints(t *testing.T) {
 		t.Errorf("resumed run's final loss %v, the undisturbed run's %v: want them bit for bit", h.LastLoss, hPlain.LastLoss)
 	}
 }
+
+// TestLiveBudgetRanksAgree: in a 2-rank run, the live budget falls on rank
+// 1 alone after step 3; both ranks re-plan at the same step to the same
+// micro-batching, so their weights stay bit for bit the same. Then an
+// interrupt on rank 1 alone stops both after the same step.
+func TestLiveBudgetRanksAgree(t *testing.T) {
+	data := blobs(15, 1000, 8, 4)
+	cfg := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9}
+	c4 := cfg
+	c4.Accumulate = 4
+	c4.Comm = newLocalRank(newLocalGroup(2), 0) // plans rank 0's share
+	rp, err := train.PlanFor(c4, train.InMemory(data, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := newLocalGroup(2)
+	type outcome struct {
+		events []train.Event
+		err    error
+		w      []float64
+	}
+	outs := make([]outcome, 2)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for rank := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := newLocalRank(group, rank)
+			defer close(r.q)
+			c := cfg
+			c.Comm = r
+			live := &liveSource{room: 1 << 40, low: 1 << 40, from: 1 << 30}
+			if rank == 1 {
+				live.low, live.from = rp.Peak, 3
+				c.Interrupt = stop
+				c.Callbacks = []train.Callback{live, closeAt{after: 9, ch: stop}}
+			} else {
+				c.Callbacks = []train.Callback{live}
+			}
+			live.budget.Store(live.room)
+			c.Live = live
+			tr, err := train.New(c, train.InMemory(data, nil))
+			if err != nil {
+				outs[rank].err = err
+				return
+			}
+			defer tr.Close()
+			h, err := tr.Fit(context.Background())
+			outs[rank] = outcome{events: h.Events, err: err, w: paramValues(tr)}
+		}()
+	}
+	wg.Wait()
+	for rank, o := range outs {
+		t.Logf("rank %d: %v, %v", rank, o.events, o.err)
+		if len(o.events) != 1 || o.events[0].Step != 3 || o.events[0].Accumulate < 2 {
+			t.Errorf("rank %d: events %v, want one re-plan after step 3 to micro-batches", rank, o.events)
+		}
+		var in *train.Interrupted
+		if !errors.As(o.err, &in) || in.Step != 9 || in.ByPeer != (rank == 0) {
+			t.Errorf("rank %d: got %v, want an interrupt after step 9 (by the peer on rank 0)", rank, o.err)
+		}
+	}
+	if len(outs[0].events) == 1 && len(outs[1].events) == 1 && outs[0].events[0].Accumulate != outs[1].events[0].Accumulate {
+		t.Errorf("the ranks re-planned differently: %v and %v", outs[0].events, outs[1].events)
+	}
+	for i := range outs[0].w {
+		if math.Float64bits(outs[0].w[i]) != math.Float64bits(outs[1].w[i]) {
+			t.Fatalf("the ranks' weights differ at %d: %v and %v", i, outs[0].w[i], outs[1].w[i])
+		}
+	}
+}
+
+// closeAt closes ch after the given number of batches (an interrupt).
+type closeAt struct {
+	after int
+	ch    chan struct{}
+}
+
+func (c closeAt) OnBatchEnd(epoch, batch, batches int, loss float64) {
+	if batch+(epoch-1)*batches == c.after {
+		close(c.ch)
+	}
+}
+func (c closeAt) OnEpochEnd(*train.Trainer, *train.EpochLog) error { return nil }
