@@ -36,7 +36,16 @@ func TestNoAllocs(t *testing.T) {
 	bf, hf := make([]tensor.BF16, rows*cols), make([]tensor.F16, rows*cols)
 	idx := []int32{3, 1, 4, 1}
 
+	// a convolution the direct tiles run (16 filters, padded sides), and
+	// its gradients
+	cg := kernels.NewConvGeom(2, 6, 6, 3, 3, 3, 1, 1, true)
+	cx, cf := make([]float32, 2*6*6*3), make([]float32, 3*3*3*16)
+	cy, cwork := make([]float32, 2*6*6*16), make([]float32, 4*cg.Im2ColSize(2)+4096)
+
 	calls := map[string]func(){
+		"Conv2D":                  func() { kernels.Conv2D(cy, cx, cf, cwork, cg, 16) },
+		"Conv2DBackpropInput":     func() { kernels.Conv2DBackpropInput(cx, cy, cf, cwork, cg, 16) },
+		"Conv2DBackpropFilter":    func() { kernels.Conv2DBackpropFilter(cf, cx, cy, cwork, cg, 16) },
 		"Neg":                     func() { kernels.Neg(dst, x) },
 		"Exp":                     func() { kernels.Exp(dst64, x64) },
 		"Log":                     func() { kernels.Log(dst, x) },

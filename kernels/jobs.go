@@ -108,6 +108,8 @@ type poolCalls struct {
 
 	directMu sync.Mutex
 	direct   directJob // vision_direct.go
+	// directOffs are the direct tiles' tap offsets, a slot per part
+	directOffs []directOffs
 
 	momentsMu sync.Mutex
 	moments32 momentsJob[float32] // vision_ops.go

@@ -78,7 +78,14 @@ type directJob struct {
 	dst, x, w, pad []float32
 	g              ConvGeom
 	f, parts, slot int
+	offs           []directOffs // one per part
 }
+
+// directOffs are one part's tap offsets. They live in the pool (grown on
+// first use), not on directRows' stack: the tiles are called through a
+// table of functions, so arrays on the stack whose address they take
+// would escape, a heap allocation per call of every step.
+type directOffs struct{ x, w [maxDirectTaps]int }
 
 // directPadSlot returns the floats of one part's padded input rows: KH rows
 // of PadLeft + W + PadRight cells (0 without padding at the sides).
@@ -103,8 +110,11 @@ func conv2DDirect(p *Pool, dst, x, w, work []float32, g ConvGeom, f int) bool {
 	}
 	p.calls.directMu.Lock()
 	defer p.calls.directMu.Unlock()
+	if len(p.calls.directOffs) < parts {
+		p.calls.directOffs = make([]directOffs, parts)
+	}
 	j := &p.calls.direct
-	*j = directJob{dst: dst, x: x, w: w, pad: work, g: g, f: f, parts: parts, slot: slot}
+	*j = directJob{dst: dst, x: x, w: w, pad: work, g: g, f: f, parts: parts, slot: slot, offs: p.calls.directOffs}
 	ParallelOn(p, parts, directPart, j)
 	*j = directJob{} // drop the caller's slices
 	return true
@@ -113,7 +123,7 @@ func conv2DDirect(p *Pool, dst, x, w, work []float32, g ConvGeom, f int) bool {
 func directPart(arg any, p int) {
 	j := arg.(*directJob)
 	rows := j.g.N * j.g.OH
-	directRows(j.dst, j.x, j.w, j.pad[p*j.slot:(p+1)*j.slot], j.g, j.f, rows*p/j.parts, rows*(p+1)/j.parts)
+	directRows(j.dst, j.x, j.w, j.pad[p*j.slot:(p+1)*j.slot], j.g, j.f, rows*p/j.parts, rows*(p+1)/j.parts, &j.offs[p])
 }
 
 // directRows computes the output rows q0 ... q1-1 (row q is row q%OH of
@@ -121,8 +131,8 @@ func directPart(arg any, p int) {
 // window's input rows are first copied between zeros into pad (KH rows of
 // PadLeft + W + PadRight cells), so that every output position reads its
 // whole window row from one place and a row runs as tiles of twelve.
-func directRows(dst, x, w, pad []float32, g ConvGeom, f, q0, q1 int) {
-	var xoff, woff [maxDirectTaps]int
+func directRows(dst, x, w, pad []float32, g ConvGeom, f, q0, q1 int, o *directOffs) {
+	xoff, woff := &o.x, &o.w
 	img := g.H * g.W * g.C
 	staged := len(pad) > 0
 	wp := g.PadLeft + g.W + g.PadRight()
