@@ -138,6 +138,12 @@ func (p *parser) readFunctional(model map[string]any, prefix string, index int, 
 		if err != nil {
 			return nil, p.layerErr(i, l.nnName, err)
 		}
+		for k, c := range calls {
+			if len(c.constants) > 0 && !e.op {
+				return nil, p.layerErr(i, l.nnName, unsupportedError(fmt.Sprintf("call %d: a constant positional argument %s: headroom takes tensors from other layers only",
+					k, describe(c.constants[sortedInts(c.constants)[0]]))))
+			}
+		}
 		l.calls, keras3 = calls, keras3 || k3
 		lt := e.f.boolean("trainable", true)
 		if e.f.err != nil {
@@ -146,6 +152,9 @@ func (p *parser) readFunctional(model map[string]any, prefix string, index int, 
 		l.frozen = !(g.trainable && lt)
 		g.layers = append(g.layers, l)
 		g.byName[e.name] = l
+	}
+	if prefix == "" {
+		p.shapes.single = len(g.inputs) == 1
 	}
 	for _, l := range g.layers {
 		switch {
@@ -193,6 +202,9 @@ func (p *parser) readInput(l *fnLayer) error {
 	}
 	if s == nil {
 		return p.layerErr(l.index, l.nnName, errors.New("the InputLayer gives no batch_input_shape or batch_shape"))
+	}
+	if s, err = p.shapes.fix(l.name, key, s, l.nnName == l.name); err != nil {
+		return p.layerErr(l.index, l.nnName, err)
 	}
 	dt := tensor.Float32
 	switch name := dtypeName(l.f); name {
@@ -368,7 +380,14 @@ func (p *parser) callOutputs(g *fnModel, l *fnLayer, k int) ([]*value, error) {
 		if err := p.checkBuildInputs(l.entry, l.nnName, in.shapes); err != nil {
 			return nil, err
 		}
-		m = mapLayer(l.class, l.nnName, l.f, in)
+		if l.op {
+			m = mapOperation(l.class, l.nnName, l.f, in, cs)
+		} else {
+			m = mapLayer(l.class, l.nnName, l.f, in)
+		}
+		if m.outs == nil && m.out != nil {
+			m.outs = [][]int{m.out}
+		}
 		if l.f.err == nil {
 			l.f.err = in.kw.err
 		}

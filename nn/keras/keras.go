@@ -131,12 +131,12 @@ func (e *Error) Unwrap() error { return e.Err }
 // modelTopology.model_config, or modelTopology itself), Keras 2.0-era files
 // whose "config" is a bare list of layers, configs stored as a JSON string
 // inside JSON, and the config.json inside a Keras 3 .keras archive.
-func Load(path string) (*Model, error) {
+func Load(path string, opts ...Option) (*Model, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, path)
+	return Parse(data, path, opts...)
 }
 
 func readFile(path string) ([]byte, error) {
@@ -160,9 +160,14 @@ func readFile(path string) ([]byte, error) {
 }
 
 // Parse reads a model config from data; name is the file name that errors
-// carry. Any malformed input is an *Error, never a panic.
-func Parse(data []byte, name string) (*Model, error) {
+// carry; opts give the sizes of dimensions the file leaves unknown
+// (WithInputShape, WithSeq). Any malformed input is an *Error, never a
+// panic.
+func Parse(data []byte, name string, opts ...Option) (*Model, error) {
 	p := &parser{file: name}
+	for _, o := range opts {
+		o(&p.shapes.opts)
+	}
 	m, err := p.parse(data)
 	if err != nil {
 		var ke *Error
@@ -179,6 +184,7 @@ type parser struct {
 	layers int  // layers read so far, nested models included
 	depth  int  // models nested around the one being read
 	keras2 bool // written by Keras 2 or TensorFlow.js
+	shapes inputShapes
 }
 
 func (p *parser) layerErr(i int, name string, err error) error {
@@ -226,6 +232,9 @@ func (p *parser) parse(data []byte) (*Model, error) {
 		return nil, unsupportedError(fmt.Sprintf("model class %s is not supported: headroom reads Sequential and functional (Model, Functional) models; a subclassed model's call() is Python code", class))
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := p.shapes.unused(); err != nil {
 		return nil, err
 	}
 	if m.Training, err = readTraining(src.training, m.OutputNames); err != nil {
@@ -388,6 +397,7 @@ type entry struct {
 	index       int
 	class, name string // class in its canonical spelling
 	written     string // class as written
+	op          bool   // an operation node (keras.src.ops), not a layer
 	f           *fields
 	raw         map[string]any
 	m           mapped
@@ -423,8 +433,8 @@ func (p *parser) readEntry(i int, raw any) (*entry, error) {
 	default:
 		return nil, p.layerErr(i, "", fmt.Errorf("config: want an object, got %s", describe(lm["config"])))
 	}
-	e := &entry{index: i, written: class, class: class, f: &fields{m: conf, keras2: p.keras2}, raw: lm}
-	if a, ok := aliases[class]; ok {
+	e := &entry{index: i, written: class, class: class, f: &fields{m: conf, keras2: p.keras2}, raw: lm, op: isOperation(lm)}
+	if a, ok := aliases[class]; ok && !e.op {
 		e.class = a
 	}
 	if n, ok := lm["name"].(string); ok && n != "" {
@@ -471,6 +481,13 @@ var pythonOnly = map[string]string{
 // refuse returns the error for a class headroom cannot map: Python code,
 // custom classes, and classes without a layer yet, naming the class.
 func refuse(e *entry) error {
+	if e.op {
+		if !isSupportedOperation(e.class) {
+			mod, _ := e.raw["module"].(string)
+			return unsupportedError(fmt.Sprintf("operation %s (%s) is not supported yet; supported operations: %s", e.written, mod, strings.Join(SupportedOperations(), ", ")))
+		}
+		return nil
+	}
 	if why, ok := pythonOnly[e.class]; ok {
 		return unsupportedError(fmt.Sprintf("class %s is not supported: %s, which cannot run outside Python; rebuild the model without it", e.written, why))
 	}

@@ -118,15 +118,15 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 	case "MaxPooling2D", "AveragePooling2D":
 		return pool2D(name, class == "MaxPooling2D", f, in)
 	case "GlobalAveragePooling2D":
-		channelsLast(f)
-		if f.boolean("keepdims", false) {
-			f.unsupported("keepdims=true is not supported: nn.GlobalAveragePooling2D returns (batch, channels)")
-		}
-		if len(in) != 3 {
-			f.fail("GlobalAveragePooling2D needs an input of rank 3 (height, width, channels), got %v", in)
+		keep := f.boolean("keepdims", false)
+		if !image(f, "GlobalAveragePooling2D", in) {
 			return mapped{}
 		}
-		return mapped{layer: &nn.GlobalAveragePooling2D{LayerName: name}, out: []int{in[2]}}
+		out := []int{in[2]}
+		if keep {
+			out = []int{1, 1, in[2]}
+		}
+		return mapped{layer: &nn.GlobalAveragePooling2D{LayerName: name, KeepDims: keep}, out: out}
 	case "Flatten":
 		channelsLast(f)
 		n := 1
@@ -139,10 +139,7 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 		if !(rate >= 0 && rate < 1) {
 			f.fail("rate %v is not in [0, 1)", rate)
 		}
-		if f.has("noise_shape") {
-			f.unsupported("noise_shape is not supported: nn.Dropout draws one mask value per element")
-		}
-		return mapped{layer: &nn.Dropout{LayerName: name, Rate: rate}, out: in}
+		return mapped{layer: &nn.Dropout{LayerName: name, Rate: rate, NoiseShape: noiseShape(f, in)}, out: in}
 	case "BatchNormalization":
 		return batchNorm(name, f, in)
 	case "LayerNormalization":
@@ -165,6 +162,33 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 	}
 	f.fail("internal: no mapping for class %s", class)
 	return mapped{}
+}
+
+// noiseShape reads Dropout's noise_shape: one size (or null, the input's)
+// per axis of the input, the batch first; nil when absent.
+func noiseShape(f *fields, in []int) []int {
+	v, ok := f.get("noise_shape")
+	if !ok {
+		return nil
+	}
+	list, isList := v.([]any)
+	if !isList || len(list) != len(in)+1 {
+		f.fail("noise_shape %s: want one size or null per axis of the input (rank %d, batch included)", describe(v), len(in)+1)
+		return nil
+	}
+	out := make([]int, len(list))
+	for i, e := range list {
+		if e == nil {
+			continue // 0: the input's size
+		}
+		n, err := toInt(e)
+		if err != nil || (n != 1 && (i == 0 || n != in[i-1])) {
+			f.fail("noise_shape %s: size %s of axis %d is neither 1, null nor the input's", describe(v), describe(e), i)
+			return nil
+		}
+		out[i] = n
+	}
+	return out
 }
 
 // dense: x [..., in] -> [..., units]; kernel [in, units], bias [units].

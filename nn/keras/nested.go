@@ -56,7 +56,7 @@ func (p *parser) nestedModel(e *entry, prefix string, frozen bool) (*nestedModel
 	}
 	nm.seq.name, nm.seq.entries, nm.seq.f = name, entries, mf
 	if declaresInput(entries, e.raw, mf) {
-		in, dt, err := p.inputShape(entries, e.raw, mf)
+		in, dt, err := p.inputShape(entries, e.raw, mf, false)
 		if err != nil {
 			return nil, p.prefixed(err, nm.prefix)
 		}
