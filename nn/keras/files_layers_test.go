@@ -53,7 +53,7 @@ func TestSharedKerasFilesLayers(t *testing.T) {
 		file string
 		opts []Option
 	}{
-		{file: "k310_stock_transformer_fp16.keras"}, // keras.src.ops.numpy Add nodes, a float16 policy
+		{file: "k310_stock_transformer_fp16.keras"},                              // keras.src.ops.numpy Add nodes, a float16 policy
 		{file: "k392_lstm_forecast_nonetime.keras", opts: []Option{WithSeq(30)}}, // (None, None, 1)
 	} {
 		t.Run(tc.file, func(t *testing.T) {
