@@ -255,3 +255,40 @@ func TestPlanKerasSharedFunctional(t *testing.T) {
 		})
 	}
 }
+
+// Issue 26, shapes that vary: a Keras config whose inputs leave the time
+// axis unknown, (None, None, 71), plans once --seq or --input-shape gives
+// it a length, with Keras' parameter count; without one the error says
+// how to give it. The seq2seq model is keras.io's lstm_seq2seq example
+// (latent_dim 256, 71 and 93 characters) as Keras 3 writes it.
+func TestPlanKerasUnknownDimensions(t *testing.T) {
+	file := kerasTestdata("seq2seq_lstm_none_k3.json")
+	for _, args := range [][]string{
+		{"--seq", "20"},
+		{"--input-shape", "input_layer=20x71", "--input-shape", "input_layer_1=15x93"},
+	} {
+		if p := planKeras(t, append([]string{"--keras", file}, args...)...); *p.TotalParams != 718173 {
+			t.Errorf("%v: total_params %d, want 718173", args, *p.TotalParams)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "give it a size (--input-shape input_layer=Tx71, or --seq T for a sequence's length)"},
+		{[]string{"--input-shape", "input_layer=20x70", "--seq", "20"}, "dimension 2 is 71"},
+		{[]string{"--input-shape", "decoder=20x93", "--seq", "20"}, "decoder, which the model does not have; its inputs: input_layer, input_layer_1"},
+		{[]string{"--input-shape", "20x71", "--seq", "20"}, "without a name was given, but the model has 2 inputs"},
+		{[]string{"--input-shape", "input_layer=20xx71"}, "\"\" is not a positive size"},
+	} {
+		status, _, stderr := run(t, append([]string{"plan", "--batch", "1", "--keras", file}, tc.args...)...)
+		if status == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: status %d, stderr %q: want an error containing %q", tc.args, status, stderr, tc.want)
+		}
+	}
+	// a Keras 3 Sequential of the shared files: LSTM(32) over (None, None, 1)
+	shared := filepath.Join("..", "..", "..", "shared", "keras-files", "k392_lstm_forecast_nonetime.keras")
+	if p := planKeras(t, "--keras", shared, "--seq", "30"); *p.TotalParams != 16397 {
+		t.Errorf("k392: total_params %d, want 16397", *p.TotalParams)
+	}
+}

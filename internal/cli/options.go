@@ -9,6 +9,7 @@ import (
 
 	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -31,6 +32,8 @@ type options struct {
 	text                               string // text: a file or folder of text to train on
 	userData                           bool   // --data: the held-out set is validation data, not a test set
 	kerasWeights                       bool
+	inputShapes                        []keras.Option  // --input-shape, each given
+	planOnly                           bool            // headroom plan: nothing runs
 	set                                map[string]bool // flags given on the command line
 	kf                                 *kerasFile      // --keras, once read
 }
@@ -52,7 +55,14 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.stream, "stream", false, "read the training set from its files (or generate it) each epoch through the input pipeline instead of holding it in memory (fashion-mnist, synthetic, --data); automatic when it would take more than half the budget")
 	fs.StringVar(&o.keras, "keras", "", "a Keras model config (model.to_json() of a Sequential or functional model, a .keras file, or a TensorFlow.js model.json) to use instead of --model; its optimizer and loss are used unless --optimizer or --lr is given")
 	fs.BoolVar(&o.kerasWeights, "keras-weights", false, "with --keras: start from the weights the TensorFlow.js model.json's weightsManifest lists (shards beside it)")
-	fs.IntVar(&o.seq, "seq", 128, "text data sets (go-src, --text): the window of a language model, in bytes")
+	fs.IntVar(&o.seq, "seq", 128, "text data sets (go-src, --text): the window of a language model, in bytes; with --keras: the length of an input's time axis where the file leaves it unknown (None)")
+	fs.Func("input-shape", "with --keras: NAME=DxD... gives the input NAME (an InputLayer's name; DxD... alone for a model's only input) this shape, the batch left out, fixing the dimensions the file leaves unknown (None); may be repeated", func(v string) error {
+		name, shape, err := keras.ParseInputShape(v)
+		if err == nil {
+			o.inputShapes = append(o.inputShapes, keras.WithInputShape(name, shape))
+		}
+		return err
+	})
 	fs.StringVar(&o.text, "text", "", "train a language model (gpt, lstm) on this file or folder of text (read recursively, sorted; 90% train, 10% validation)")
 	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
 }
@@ -130,6 +140,8 @@ func (o *options) check() error {
 		return usagef("--lr %v: want a finite learning rate >= 0", o.lr)
 	case o.kerasWeights && o.keras == "":
 		return usagef("--keras-weights needs --keras")
+	case len(o.inputShapes) > 0 && o.keras == "":
+		return usagef("--input-shape needs --keras")
 	case o.batch%o.accumulate != 0:
 		return usagef("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}

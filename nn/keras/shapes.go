@@ -133,6 +133,16 @@ func (in *inputShapes) fix(name, where string, s []int, top bool) ([]int, error)
 		if i == 0 {
 			hint += ", or --seq T for a sequence's length"
 		}
+		var others []string
+		for k := range in.opts.shapes {
+			if k != "" && k != name {
+				others = append(others, k)
+			}
+		}
+		if len(others) > 0 {
+			sort.Strings(others)
+			hint += "; shapes were given for " + strings.Join(others, ", ") + ", not for " + name
+		}
 		return nil, fmt.Errorf("input %s: dimension %d of %s %s is unknown (null); headroom plans fixed shapes: give it a size (%s)",
 			name, i+1, where, shapeText(s), hint)
 	}
