@@ -1,8 +1,10 @@
 package cli_test
 
 import (
+	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -290,5 +292,43 @@ func TestPlanKerasUnknownDimensions(t *testing.T) {
 	shared := filepath.Join("..", "..", "..", "shared", "keras-files", "k392_lstm_forecast_nonetime.keras")
 	if p := planKeras(t, "--keras", shared, "--seq", "30"); *p.TotalParams != 16397 {
 		t.Errorf("k392: total_params %d, want 16397", *p.TotalParams)
+	}
+}
+
+// Acceptance 4 of issue 26 through the CLI: keras.applications'
+// EfficientNetB0 (Dropout with a per-example noise shape, a per-channel
+// Rescaling, an adapted Normalization) and MobileNetV3Small (keras.ops
+// nodes with constants, an input of unknown size planned at 224x224) plan
+// with Keras' published parameter counts.
+func TestPlanKerasApplications(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		model  string
+		args   []string
+		params int
+	}{
+		{"EfficientNetB0", nil, 5330571},
+		{"MobileNetV3Small", []string{"--input-shape", "224x224x3"}, 2554968},
+	} {
+		f, err := os.Open(kerasTestdata(filepath.Join("applications", tc.model+".json.gz")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(zr)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, tc.model+".json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if p := planKeras(t, append([]string{"--keras", path}, tc.args...)...); *p.TotalParams != tc.params {
+			t.Errorf("%s: total_params %d, want %d", tc.model, *p.TotalParams, tc.params)
+		}
 	}
 }

@@ -15,7 +15,8 @@ import (
 var Supported = slices.Concat([]string{"InputLayer", "Dense", "Conv2D", "MaxPooling2D", "AveragePooling2D",
 	"GlobalAveragePooling2D", "Flatten", "Dropout", "BatchNormalization", "LayerNormalization",
 	"Activation", "ReLU", "Embedding",
-	"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}, visionClasses, sequenceClasses)
+	"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}, visionClasses, sequenceClasses,
+	applicationClasses)
 
 // aliases are other spellings Keras accepts for the same classes.
 var aliases = map[string]string{
@@ -153,6 +154,10 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 		return relu(name, f, in)
 	case "Embedding":
 		return embedding(name, f, in)
+	case "LayerScale":
+		return layerScale(name, f, in)
+	case "StochasticDepth":
+		return stochasticDepth(name, f, in)
 	}
 	if m, ok := visionMapper(class); ok {
 		return m(name, f, in)

@@ -17,6 +17,8 @@ func multiMapper(class string) (func(name string, f *fields, in callIn) mapped, 
 		return concatenate, true
 	case "Dot":
 		return dot, true
+	case "CustomScaleLayer":
+		return customScale, true
 	}
 	return sequenceMulti(class)
 }
