@@ -39,6 +39,11 @@ func TestApplications(t *testing.T) {
 		{model: "ConvNeXtTiny", params: 28589128},
 		{model: "ConvNeXtTinyDropPath", params: 28589128}, // StochasticDepth layers
 		{model: "VGG16", params: 138357544, trainable: 138357544},
+		{model: "EfficientNetB7", params: 66658687},
+		{model: "ResNet152V2", params: 60380648},
+		{model: "DenseNet201", params: 20242984},
+		{model: "NASNetLarge", params: 88949818},
+		{model: "VGG19", params: 143667240},
 	} {
 		t.Run(tc.model, func(t *testing.T) {
 			m, err := Parse(readGzip(t, filepath.Join("testdata", "applications", tc.model+".json.gz")), tc.model, tc.opts...)

@@ -845,6 +845,12 @@ MODELS = [
     ("nasnet", "NASNetMobile"),
     ("convnext", "ConvNeXtTiny"),
     ("vgg16", "VGG16"),
+    # the largest of some families
+    ("efficientnet", "EfficientNetB7"),
+    ("resnet_v2", "ResNet152V2"),
+    ("densenet", "DenseNet201"),
+    ("nasnet", "NASNetLarge"),
+    ("vgg19", "VGG19"),
 ]
 
 
