@@ -16,7 +16,7 @@ var Supported = slices.Concat([]string{"InputLayer", "Dense", "Conv2D", "MaxPool
 	"GlobalAveragePooling2D", "Flatten", "Dropout", "BatchNormalization", "LayerNormalization",
 	"Activation", "ReLU", "Embedding",
 	"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}, visionClasses, sequenceClasses,
-	applicationClasses)
+	applicationClasses, preprocessClasses)
 
 // aliases are other spellings Keras accepts for the same classes.
 var aliases = map[string]string{
@@ -163,6 +163,9 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 		return m(name, f, in)
 	}
 	if m, ok := sequenceMapper(class); ok {
+		return m(name, f, in)
+	}
+	if m, ok := preprocessMapper(class); ok {
 		return m(name, f, in)
 	}
 	f.fail("internal: no mapping for class %s", class)
