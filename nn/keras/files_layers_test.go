@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,6 +74,22 @@ func TestSharedKerasFilesLayers(t *testing.T) {
 			}
 		})
 	}
+	// a weights-only file's architecture JSON: BatchNormalization over axis
+	// 1 of NHWC input (its rows)
+	t.Run("k231_carnd_bnaxis1_arch.json", func(t *testing.T) {
+		row := want["k231_carnd_bnaxis1_weights.h5"]
+		b, err := os.ReadFile(filepath.Join(dir, "k231_carnd_bnaxis1_arch.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Parse(b, "k231")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if itoa(m.Params) != row["total_params"] || itoa(m.TrainableParams) != row["trainable_params"] {
+			t.Errorf("got %d params (%d trainable), want %s (%s)", m.Params, m.TrainableParams, row["total_params"], row["trainable_params"])
+		}
+	})
 	t.Run("k392 without a length", func(t *testing.T) {
 		_, err := Parse(keraszipConfig(t, filepath.Join(dir, "k392_lstm_forecast_nonetime.keras")), "k392", nil...)
 		var ke *Error

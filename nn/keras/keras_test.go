@@ -269,7 +269,6 @@ func TestErrors(t *testing.T) {
 		{"dropout rate", seq(input28, layer("Dropout", `"name": "d", "rate": 1.5`)), 1, false, "rate 1.5"},
 		{"noise shape rank", seq(input28, layer("Dropout", `"name": "d", "rate": 0.5, "noise_shape": [null, 1, 1]`)), 1, false, "noise_shape [null,1,1]"},
 		{"noise shape size", seq(input28, layer("Dropout", `"name": "d", "rate": 0.5, "noise_shape": [null, 3, 1, 1]`)), 1, false, "size 3 of axis 1"},
-		{"bn axis 1", seq(input28, layer("BatchNormalization", `"name": "bn", "axis": 1`)), 1, true, "axis 1 is not supported"},
 		{"bn two axes", seq(input28, layer("BatchNormalization", `"name": "bn", "axis": [1, 3]`)), 1, true, "axis [1 3]"},
 		{"bn axis out of range", seq(input28, layer("BatchNormalization", `"name": "bn", "axis": [4]`)), 1, false, "out of range"},
 		{"ln no center", seq(input28, layer("LayerNormalization", `"name": "ln", "center": false`)), 1, true, "center=false or scale=false is not supported: nn.LayerNormalization"},
@@ -363,6 +362,18 @@ func TestBatchNormAxes(t *testing.T) {
 	}
 	if m.Params != 7850+40 {
 		t.Errorf("got %d params, want %d", m.Params, 7850+40)
+	}
+	// axis 1 of NHWC input normalizes the rows (as k231's CarND model
+	// does): one gamma, beta and moving statistic per row
+	m, err = Parse([]byte(seq(input28, convValid(""), layer("BatchNormalization", `"name": "bn", "axis": 1`))), "bn.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Layers[2]; got.Params != 4*26 || got.TrainableParams != 2*26 {
+		t.Errorf("axis 1: got %d params (%d trainable), want 104 (52)", got.Params, got.TrainableParams)
+	}
+	if bn := m.Sequential.Layers[1].(*nn.BatchNormalization); bn.Axis != 1 {
+		t.Errorf("axis 1: nn's layer has Axis %d", bn.Axis)
 	}
 }
 

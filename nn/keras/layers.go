@@ -323,7 +323,7 @@ func windowed(f *fields, what string, in []int, win, strides [2]int, same bool) 
 // batchNorm: gamma, beta (trainable), moving_mean, moving_variance (not),
 // each [channels], over the last axis only.
 func batchNorm(name string, f *fields, in []int) mapped {
-	lastAxis(f, "BatchNormalization", in)
+	axis := oneAxis(f, "BatchNormalization", in)
 	mom := f.float("momentum", 0.99)
 	eps := f.float("epsilon", 1e-3)
 	if !(mom > 0 && mom < 1) {
@@ -342,7 +342,10 @@ func batchNorm(name string, f *fields, in []int) mapped {
 	if f.has("adjustment") {
 		f.unsupported("adjustment is not supported by nn.BatchNormalization")
 	}
-	c := in[len(in)-1]
+	if f.err != nil {
+		return mapped{}
+	}
+	c := in[axis-1]
 	affine := 0
 	if scale {
 		affine += c
@@ -350,8 +353,32 @@ func batchNorm(name string, f *fields, in []int) mapped {
 	if center {
 		affine += c
 	}
-	return mapped{layer: &nn.BatchNormalization{LayerName: name, Momentum: mom, Epsilon: eps, NoScale: !scale, NoCenter: !center},
-		out: in, params: affine + 2*c, nonTrainable: 2 * c}
+	l := &nn.BatchNormalization{LayerName: name, Momentum: mom, Epsilon: eps, NoScale: !scale, NoCenter: !center}
+	if axis != len(in) {
+		l.Axis = axis
+	}
+	return mapped{layer: l, out: in, params: affine + 2*c, nonTrainable: 2 * c}
+}
+
+// oneAxis reads "axis", one axis of an input of per-example shape in
+// (Keras counts the batch: for NHWC input 3, [3] and -1 all name the
+// channels), and returns it counted from the batch (1 ... len(in)).
+func oneAxis(f *fields, class string, in []int) int {
+	ax := f.axes("axis", []int{-1})
+	rank := len(in) + 1
+	if len(ax) != 1 {
+		f.unsupported("axis %v is not supported: nn.%s normalizes over one axis", ax, class)
+		return rank - 1
+	}
+	a := ax[0]
+	if a < 0 {
+		a += rank
+	}
+	if a < 1 || a >= rank {
+		f.fail("axis %d is out of range for an input of rank %d (batch included), or the batch", ax[0], rank)
+		return rank - 1
+	}
+	return a
 }
 
 // layerNorm: gamma, beta [channels], normalizing the last axis of each example.
