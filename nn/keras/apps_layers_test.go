@@ -231,3 +231,42 @@ func TestOperationNodes(t *testing.T) {
 		})
 	}
 }
+
+// A nested model whose input leaves sizes unknown (a backbone built with
+// include_top=False and no input_shape, (None, None, 3)) takes them from
+// its first call: here from the enclosing model's fixed input, a nested
+// Functional in a Sequential and a nested Sequential in a Functional.
+func TestNestedUnknownSizes(t *testing.T) {
+	backbone := `{"module": "keras.src.models.functional", "class_name": "Functional", "name": "backbone", "config": {"name": "backbone", "layers": [
+		{"class_name": "InputLayer", "name": "image", "config": {"batch_shape": [null, null, null, 3], "name": "image"}, "inbound_nodes": []},
+		{"class_name": "Conv2D", "name": "conv", "config": {"name": "conv", "filters": 4, "kernel_size": 3}, "inbound_nodes": [{"args": [` + tensorRef("image") + `], "kwargs": {}}]},
+		{"class_name": "GlobalAveragePooling2D", "name": "gap", "config": {"name": "gap"}, "inbound_nodes": [{"args": [` + tensorRef("conv") + `], "kwargs": {}}]}],
+		"input_layers": [["image", 0, 0]], "output_layers": [["gap", 0, 0]]}}`
+	seqModel := `{"class_name": "Sequential", "config": {"name": "s", "layers": [
+		{"class_name": "InputLayer", "config": {"name": "in", "batch_shape": [null, 9, 9, 3]}}, ` + backbone + `,
+		{"class_name": "Dense", "config": {"name": "d", "units": 2}}]}}`
+	m, err := Parse([]byte(seqModel), "nested.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3*3*3*4 + 4 + 4*2 + 2; m.Params != want {
+		t.Errorf("nested Functional: got %d params, want %d", m.Params, want)
+	}
+	inner := `{"class_name": "Sequential", "name": "tower", "config": {"name": "tower", "layers": [
+		{"class_name": "InputLayer", "config": {"name": "steps", "batch_shape": [null, null, 4]}},
+		{"class_name": "LSTM", "config": {"name": "lstm", "units": 3}}]},
+		"inbound_nodes": [{"args": [` + tensorRef("in") + `], "kwargs": {}}]}`
+	fn := opModel("5, 4", inner)
+	m, err = Parse([]byte(fn), "nested.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 4 * 3 * (4 + 3 + 1); m.Params != want {
+		t.Errorf("nested Sequential: got %d params, want %d", m.Params, want)
+	}
+	// a call that does not fit the sizes the nested model states
+	bad := strings.Replace(fn, `[null, null, 4]`, `[null, null, 6]`, 1)
+	if _, err := Parse([]byte(bad), "nested.json"); err == nil || !strings.Contains(err.Error(), "the model takes (None, None, 6), its first call gives [5 4]") {
+		t.Errorf("got %v, want an error that the call does not fit", err)
+	}
+}

@@ -43,7 +43,11 @@ func (p *parser) inputShape(entries []*entry, model map[string]any, mf *fields, 
 		if e != nil {
 			idx, name = e.index, e.name
 		}
-		fixed, err := p.shapes.fix(input, what, s, top)
+		fix := p.shapes.fix
+		if !top { // a nested Sequential's: sizes left unknown come from its first call
+			fix = p.shapes.apply
+		}
+		fixed, err := fix(input, what, s, top)
 		if err != nil && fixErr == nil {
 			fixErr = p.layerErr(idx, name, err)
 			if idx < 0 {

@@ -203,7 +203,13 @@ func (p *parser) readInput(l *fnLayer) error {
 	if s == nil {
 		return p.layerErr(l.index, l.nnName, errors.New("the InputLayer gives no batch_input_shape or batch_shape"))
 	}
-	if s, err = p.shapes.fix(l.name, key, s, l.nnName == l.name); err != nil {
+	top := l.nnName == l.name
+	if top {
+		s, err = p.shapes.fix(l.name, key, s, true)
+	} else { // a nested model's: sizes left unknown come from its first call
+		s, err = p.shapes.apply(l.name, key, s, false)
+	}
+	if err != nil {
 		return p.layerErr(l.index, l.nnName, err)
 	}
 	dt := tensor.Float32
@@ -217,8 +223,47 @@ func (p *parser) readInput(l *fnLayer) error {
 	if l.f.err != nil {
 		return p.layerErr(l.index, l.nnName, l.f.err)
 	}
-	l.input = &value{t: nn.NewInput(l.nnName, tensor.Shape(s), dt), shape: s, dtype: dt}
+	l.input = &value{shape: s, dtype: dt}
+	if !slices.Contains(s, unknown) {
+		l.input.t = nn.NewInput(l.nnName, tensor.Shape(s), dt)
+	}
 	return nil
+}
+
+// open reports whether some input of g has a size left unknown: a nested
+// model built at its first call, from the call's shapes.
+func (g *fnModel) open() bool {
+	for _, r := range g.inputs {
+		if l, ok := g.byName[r.layer]; ok && l.input != nil && l.input.t == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// close gives the open inputs of g the shapes of a call and builds it.
+func (p *parser) close(g *fnModel, shapes [][]int) error {
+	if len(shapes) != len(g.inputs) {
+		return p.nestedErr(g.index, g.prefix, fmt.Errorf("the model takes %d inputs, the call gives %d", len(g.inputs), len(shapes)))
+	}
+	for i, r := range g.inputs {
+		l, ok := g.byName[r.layer]
+		if !ok || l.input == nil {
+			continue // buildFunctional says what is wrong
+		}
+		s := l.input.shape
+		if len(s) != len(shapes[i]) {
+			return p.layerErr(l.index, l.nnName, fmt.Errorf("the model takes %s, its first call gives %v", shapeText(s), shapes[i]))
+		}
+		for j, d := range s {
+			if d != unknown && d != shapes[i][j] {
+				return p.layerErr(l.index, l.nnName, fmt.Errorf("the model takes %s, its first call gives %v", shapeText(s), shapes[i]))
+			}
+		}
+		l.input.shape = slices.Clone(shapes[i])
+		l.input.t = nn.NewInput(l.nnName, tensor.Shape(shapes[i]), l.input.dtype)
+	}
+	return p.buildFunctional(g)
 }
 
 // buildFunctional resolves every call of every layer, then makes the

@@ -95,6 +95,38 @@ type inputShapes struct {
 // where says which key of the file it comes from. top is false for the
 // input of a nested model (given by name only).
 func (in *inputShapes) fix(name, where string, s []int, top bool) ([]int, error) {
+	out, err := in.apply(name, where, s, top)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range out {
+		if d != unknown {
+			continue
+		}
+		hint := "--input-shape " + name + "=" + strings.ReplaceAll(strings.Trim(fmt.Sprint(exampleShape(out)), "[]"), " ", "x")
+		if i == 0 {
+			hint += ", or --seq T for a sequence's length"
+		}
+		var others []string
+		for k := range in.opts.shapes {
+			if k != "" && k != name {
+				others = append(others, k)
+			}
+		}
+		if len(others) > 0 {
+			sort.Strings(others)
+			hint += "; shapes were given for " + strings.Join(others, ", ") + ", not for " + name
+		}
+		return nil, fmt.Errorf("input %s: dimension %d of %s %s is unknown (null); headroom plans fixed shapes: give it a size (%s)",
+			name, i+1, where, shapeText(s), hint)
+	}
+	return out, nil
+}
+
+// apply returns s with the sizes given for the input name (and --seq's)
+// in place of its unknown dimensions, leaving those none gives unknown:
+// the input of a nested model, whose first call gives them.
+func (in *inputShapes) apply(name, where string, s []int, top bool) ([]int, error) {
 	if !slices.Contains(in.names, name) {
 		in.names = append(in.names, name)
 	}
@@ -122,32 +154,14 @@ func (in *inputShapes) fix(name, where string, s []int, top bool) ([]int, error)
 		}
 		out = slices.Clone(given)
 	}
-	if len(out) > 0 && out[0] == unknown && in.opts.seq > 0 {
+	if len(out) > 0 && out[0] == unknown && in.opts.seq > 0 && top {
 		out[0] = in.opts.seq
-	}
-	for i, d := range out {
-		if d != unknown {
-			continue
-		}
-		hint := "--input-shape " + name + "=" + strings.ReplaceAll(strings.Trim(fmt.Sprint(exampleShape(out)), "[]"), " ", "x")
-		if i == 0 {
-			hint += ", or --seq T for a sequence's length"
-		}
-		var others []string
-		for k := range in.opts.shapes {
-			if k != "" && k != name {
-				others = append(others, k)
-			}
-		}
-		if len(others) > 0 {
-			sort.Strings(others)
-			hint += "; shapes were given for " + strings.Join(others, ", ") + ", not for " + name
-		}
-		return nil, fmt.Errorf("input %s: dimension %d of %s %s is unknown (null); headroom plans fixed shapes: give it a size (%s)",
-			name, i+1, where, shapeText(s), hint)
 	}
 	size := 1
 	for _, d := range out {
+		if d == unknown {
+			continue
+		}
 		if size > maxElements/d {
 			return nil, fmt.Errorf("input %s: %v holds more than 2^40 values per example", name, out)
 		}
