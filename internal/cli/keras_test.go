@@ -332,3 +332,24 @@ func TestPlanKerasApplications(t *testing.T) {
 		}
 	}
 }
+
+// Keras' preprocessing layers train from the CLI: a config with
+// RandomRotation, RandomZoom, RandomTranslation, RandomContrast (active in
+// training, the identity on the test set) and Resizing before a small CNN
+// trains on the digits with planned == measured and its loss falling.
+func TestTrainKerasAugmentation(t *testing.T) {
+	status, stdout, stderr := run(t, "train", "--keras", kerasTestdata("digits_augment_k3.json"), "--epochs", "3", "--threads", "2")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	r := result(t, stdout)
+	if planned, measured := integer(t, r, "planned_peak_bytes"), integer(t, r, "measured_peak_bytes"); planned != measured {
+		t.Errorf("planned_peak_bytes %d != measured_peak_bytes %d", planned, measured)
+	}
+	if first, final := num(t, r, "first_loss"), num(t, r, "final_loss"); !(final < first) {
+		t.Errorf("final_loss %v, first_loss %v: want the loss to fall", final, first)
+	}
+	if acc := num(t, r, "test_acc"); acc < 0.3 {
+		t.Errorf("test_acc %v after 3 epochs, want at least 0.3", acc)
+	}
+}
