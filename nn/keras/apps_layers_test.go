@@ -270,3 +270,35 @@ func TestNestedUnknownSizes(t *testing.T) {
 		t.Errorf("got %v, want an error that the call does not fit", err)
 	}
 }
+
+// tf.keras 2's TFOpLambda layers of TensorFlow functions map as the Keras
+// 3 operations of the same meaning: MobileNetV3's hard sigmoid
+// (ReLU(6)(x + 3) * (1/6)), ConvNeXt's residual x + y, a reduce_mean with
+// its axis and keepdims; other functions are refused by name.
+func TestTFOpLambda(t *testing.T) {
+	tfop := func(name, fn string, node []any) map[string]any {
+		return k2layer("TFOpLambda", name, map[string]any{"function": fn, "dtype": "float32", "trainable": true}, node)
+	}
+	node := func(ref []any, kw map[string]any) []any { return []any{append(append([]any{}, ref...), kw)} }
+	layers := []map[string]any{
+		k2input("in", 4, 4, 3),
+		tfop("tf.__operators__.add", "__operators__.add", node(at("in", 0, 0), map[string]any{"y": 3.0, "name": nil})),
+		k2layer("ReLU", "re_lu", map[string]any{"max_value": 6.0}, call(at("tf.__operators__.add", 0, 0))),
+		tfop("tf.math.multiply", "math.multiply", node(at("re_lu", 0, 0), map[string]any{"y": 1.0 / 6, "name": nil})),
+		tfop("tf.__operators__.add_1", "__operators__.add", node(at("tf.math.multiply", 0, 0), map[string]any{"y": at("in", 0, 0), "name": nil})),
+		tfop("tf.math.reduce_mean", "math.reduce_mean", node(at("tf.__operators__.add_1", 0, 0), map[string]any{"axis": []any{1, 2}, "keepdims": true, "name": nil})),
+	}
+	js := k2model(layers, [][]any{at("in", 0, 0)}, [][]any{at("tf.math.reduce_mean", 0, 0)})
+	m, err := Parse([]byte(js), "tfop.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Layers[len(m.Layers)-1].Output; !got.Equal([]int{1, 1, 3}) || m.Params != 0 {
+		t.Errorf("got output %v and %d params, want [1 1 3] and 0", got, m.Params)
+	}
+	layers[5] = tfop("tf.linalg.matmul", "linalg.matmul", node(at("tf.__operators__.add_1", 0, 0), map[string]any{"b": at("in", 0, 0)}))
+	js = strings.ReplaceAll(k2model(layers, [][]any{at("in", 0, 0)}, [][]any{at("tf.linalg.matmul", 0, 0)}), "tf.math.reduce_mean", "tf.linalg.matmul")
+	if _, err := Parse([]byte(js), "tfop.json"); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "class TFOpLambda of tf.linalg.matmul is not supported") {
+		t.Errorf("got %v, want TFOpLambda of tf.linalg.matmul refused by name", err)
+	}
+}

@@ -136,7 +136,17 @@
 //	Cast                    to a float type: the identity (headroom plans precision itself)
 //
 // Other operations (Matmul, GetItem, Where, Stack, ...) are refused by
-// class name and module.
+// class name and module. tf.keras 2 writes the same as TFOpLambda layers
+// naming a TensorFlow function, whose first tensor is the function's
+// first argument and whose keyword arguments (y, axis, keepdims, shape,
+// perm) the others: __operators__.add, math.add, subtract, multiply,
+// truediv, divide, maximum, minimum, pow, negative, abs, exp, log, sqrt,
+// square, reciprocal, erf, sigmoid, tanh, softplus, reduce_mean,
+// reduce_sum, reduce_max, reduce_min; nn.relu, relu6, sigmoid, tanh,
+// silu, swish, softplus, gelu, softmax; reshape, transpose,
+// compat.v1.transpose, expand_dims, squeeze and compat.v1.squeeze map as
+// those operations; a TFOpLambda of another function is refused by its
+// name.
 //
 // The preprocessing layers behave as Keras': Resizing resizes as
 // tf.image.resize (bilinear with half-pixel centres, no antialiasing;
@@ -249,7 +259,8 @@
 //
 // Each of these is an *Error for which errors.Is(err, ErrUnsupported)
 // holds, naming the layer (class and name) and what to change:
-//   - Lambda, TFOpLambda, SlicingOpLambda (Python code), StringLookup,
+//   - Lambda, SlicingOpLambda (Python code), TFOpLambda of functions
+//     other than those listed under Mapping, StringLookup,
 //     IntegerLookup, TextVectorization, Hashing, CategoryEncoding,
 //     Discretization (tables built in Python), custom classes (a
 //     registered_name such as "Custom>Gate", a module outside keras), and a

@@ -467,7 +467,6 @@ func (p *parser) readEntry(i int, raw any) (*entry, error) {
 // built from data in Python: a config cannot say what they compute.
 var pythonOnly = map[string]string{
 	"Lambda":             "it runs a Python function",
-	"TFOpLambda":         "it runs a TensorFlow op called from Python",
 	"SlicingOpLambda":    "it runs a TensorFlow slicing op called from Python",
 	"StringLookup":       "its vocabulary is a lookup table built in Python",
 	"IntegerLookup":      "its vocabulary is a lookup table built in Python",
@@ -481,6 +480,12 @@ var pythonOnly = map[string]string{
 // refuse returns the error for a class headroom cannot map: Python code,
 // custom classes, and classes without a layer yet, naming the class.
 func refuse(e *entry) error {
+	if e.class == "TFOpLambda" {
+		if fn := tfOpFunction(e.f); tfOps[fn].class == "" {
+			return unsupportedError(fmt.Sprintf("class TFOpLambda of tf.%s is not supported: headroom reads the TensorFlow functions of Python arithmetic, activations, reductions and reshapes; rebuild the model without it", fn))
+		}
+		return nil
+	}
 	if e.op {
 		if !isSupportedOperation(e.class) {
 			mod, _ := e.raw["module"].(string)

@@ -19,6 +19,8 @@ func multiMapper(class string) (func(name string, f *fields, in callIn) mapped, 
 		return dot, true
 	case "CustomScaleLayer":
 		return customScale, true
+	case "TFOpLambda":
+		return tfOpLambda, true
 	}
 	return sequenceMulti(class)
 }
