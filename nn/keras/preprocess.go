@@ -12,6 +12,9 @@ import (
 // identity in inference as in Keras. Their seeds are not read: nn draws
 // from the model's seed and the layer's name.
 
+// maxSide bounds the sides Resizing resizes to.
+const maxSide = 1 << 20
+
 // preprocessClasses are the classes mapped here, for Supported.
 var preprocessClasses = []string{"Resizing", "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast"}
 
@@ -37,6 +40,10 @@ func preprocessMapper(class string) (func(name string, f *fields, in []int) mapp
 // resizing: [H, W, C] -> [height, width, C].
 func resizing(name string, f *fields, in []int) mapped {
 	h, w := f.positive("height", 0, true), f.positive("width", 0, true)
+	if h > maxSide || w > maxSide {
+		// nearest resizing gathers through an index of this many rows
+		f.fail("height %d or width %d: headroom resizes to at most %d pixels a side", h, w, maxSide)
+	}
 	interp := f.str("interpolation", "bilinear")
 	if interp != "bilinear" && interp != "nearest" {
 		f.unsupported("interpolation %q is not supported: nn.Resizing has bilinear and nearest", interp)
