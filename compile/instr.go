@@ -47,7 +47,8 @@ type Instr struct {
 	Move       *MoveGeom       // transpose, concat, slice, unslice, unslice_add, gather, scatter_add, one_hot, cache_write
 	Attention  *AttnGeom       // attention and its gradient
 	Act        *ActParams      // the vision activations and their gradients
-	Random     *RandomGeom     // dropout_mask
+	Random     *RandomGeom     // dropout_mask, random_uniform
+	Transform  *TransformGeom  // image_transform and its gradient
 	Fused      *Fused          // fused: the chain; In lists its leaves
 	Collective *CollectiveGeom // all_reduce_wait
 }
@@ -132,10 +133,21 @@ type AttnGeom struct {
 // ActParams are the parameters of an activation op (graph.Attr.Act).
 type ActParams [4]float64
 
-// RandomGeom is a random mask: dropout_mask's rate and seed.
+// RandomGeom is a random draw: dropout_mask's rate and seed,
+// random_uniform's seed.
 type RandomGeom struct {
 	Rate float64
 	Seed uint64
+}
+
+// TransformGeom is an image transform (or its gradient) of N images of
+// H×W pixels and C channels by Transforms rows of 8 (N, or 1 for every
+// image): bilinear or nearest, the fill mode (graph.FillMode) and value.
+type TransformGeom struct {
+	N, H, W, C, Transforms int
+	Bilinear               bool
+	Fill                   int
+	FillValue              float64
 }
 
 // CollectiveGeom links an all_reduce_wait to its start.

@@ -38,7 +38,7 @@
 //     its opInfo entry (name, class) and its builder, which checks
 //     shapes, in the family's file (elementwise.go, reduce.go,
 //     linalg.go, softmax.go, shape.go, conv.go, vision.go, sequence.go,
-//     gradops.go); a multi-output op also its NumParts and partType.
+//     augment.go, gradops.go); a multi-output op also its NumParts and partType.
 //  2. autodiff: its VJP rule, register(op, rule) in the family's file,
 //     and a case in the gradient checks; or registerZero (no gradient
 //     flows) or registerNoRule(why). Tests: TestEveryOpHasAVJPEntry,

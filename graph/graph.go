@@ -112,7 +112,7 @@ type Attr struct {
 	// vision ops (vision.go)
 	Dilation [2]int     // Conv2D, its gradients, Conv2DTranspose: dilation rate (0: 1)
 	Groups   int        // the same: filter groups (0: 1)
-	Act      [4]float64 // the parameters of an activation op (see its builder)
+	Act      [4]float64 // the parameters of an activation op (see its builder); ImageTransform's options
 }
 
 // ID returns the node's position in the graph (inputs have smaller ids).

@@ -134,6 +134,11 @@ const (
 	OpLayerNorm     // normalization over the last axis, scaled and shifted; parts 1 and 2: each row's mean and 1/σ
 	OpLayerNormGrad // internal: dx; parts 1 and 2: dgamma and dbeta
 
+	// augmentation: the random preprocessing layers (see augment.go)
+	OpRandomUniform
+	OpImageTransform
+	OpImageTransformGrad // internal
+
 	NumOps
 )
 
@@ -248,6 +253,11 @@ var opInfo = [NumOps]struct {
 	OpGeluGrad:      {"gelu_grad", ClassElementwise},
 	OpLayerNorm:     {"layer_norm", ClassOther},
 	OpLayerNormGrad: {"layer_norm_grad", ClassOther},
+
+	// augmentation
+	OpRandomUniform:      {"random_uniform", ClassOther},
+	OpImageTransform:     {"image_transform", ClassOther},
+	OpImageTransformGrad: {"image_transform_grad", ClassOther},
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

@@ -6,7 +6,10 @@
 // TimeDistributed; for images DepthwiseConv2D, SeparableConv2D,
 // Conv2DTranspose, UpSampling2D, ZeroPadding2D, Cropping2D,
 // GlobalMaxPooling2D, Reshape, Permute, RepeatVector, Rescaling,
-// Normalization, SpatialDropout2D, ReLU, LeakyReLU, ELU, PReLU, Softmax),
+// Normalization, SpatialDropout2D, ReLU, LeakyReLU, ELU, PReLU, Softmax;
+// Keras' image preprocessing layers Resizing, RandomFlip, RandomRotation,
+// RandomZoom, RandomTranslation, RandomContrast; keras.applications'
+// LayerScale and ScaledAdd; Math and Reduce, Keras 3's operation nodes),
 // activations, losses, initializers, the reference models (models.go,
 // models_seq.go, models_vision.go: ResNet-20, a U-Net), and three ways to write a model: the
 // Sequential stack, the functional API (NewInput, Apply, NewFunctional:
@@ -55,7 +58,9 @@
 //     not give the input's size) is an error here too.
 //   - Dropout is inverted dropout (kept units scaled by 1/(1-rate)) with a
 //     counter-based mask: a function of (seed, layer, step), so runs and
-//     resumed runs draw the same masks.
+//     resumed runs draw the same masks. The random preprocessing layers
+//     (preprocess.go) draw the same way, one draw per image, and are the
+//     identity in inference, as Keras'.
 //   - A model whose last layer ends in softmax is trained from the logits
 //     before that softmax with the fused, stable cross-entropy (what Keras
 //     does internally for a softmax output); Predict still returns

@@ -120,13 +120,20 @@ func (p *Pool2D) Forward(c *Context, x *graph.Node) *graph.Node {
 	return graph.AvgPool2D(x, p.Pool, st, p.Same)
 }
 
-// GlobalAveragePooling2D averages NHWC input over H and W: -> [N, C].
-type GlobalAveragePooling2D struct{ LayerName string }
+// GlobalAveragePooling2D averages NHWC input over H and W: -> [N, C], or
+// [N, 1, 1, C] with KeepDims (Keras' keepdims).
+type GlobalAveragePooling2D struct {
+	LayerName string
+	KeepDims  bool
+}
 
 func (p *GlobalAveragePooling2D) Name() string { return p.LayerName }
 
 func (p *GlobalAveragePooling2D) Forward(c *Context, x *graph.Node) *graph.Node {
 	defer scoped(c, p.LayerName)()
+	if p.KeepDims {
+		return graph.ReduceMeanKeep(x, 1, 2)
+	}
 	return graph.ReduceMean(x, 1, 2)
 }
 
@@ -141,10 +148,15 @@ func (f *Flatten) Forward(c *Context, x *graph.Node) *graph.Node {
 }
 
 // Dropout zeroes a Rate fraction of its input in training (scaling the rest
-// by 1/(1-Rate)) and passes it through in inference.
+// by 1/(1-Rate)) and passes it through in inference. NoiseShape is Keras'
+// noise_shape, the batch first, 0 for "the input's size" (Keras' None):
+// one draw is shared along each axis of size 1, so (0, 1, 1, 1) keeps or
+// drops each example of NHWC input whole (EfficientNet's blocks); nil
+// draws one per element.
 type Dropout struct {
-	LayerName string
-	Rate      float64
+	LayerName  string
+	Rate       float64
+	NoiseShape []int
 }
 
 func (d *Dropout) Name() string { return d.LayerName }
@@ -155,7 +167,31 @@ func (d *Dropout) Forward(c *Context, x *graph.Node) *graph.Node {
 	}
 	defer scoped(c, d.LayerName)()
 	seed := c.Seed ^ hashName(d.LayerName)
-	return graph.Mul(x, graph.DropoutMask(c.StepNode(), x.Shape(), x.DType(), d.Rate, seed))
+	shape := x.Shape()
+	if d.NoiseShape != nil {
+		shape = noiseShape(d.LayerName, d.NoiseShape, x.Shape())
+	}
+	return graph.Mul(x, graph.DropoutMask(c.StepNode(), shape, x.DType(), d.Rate, seed))
+}
+
+// noiseShape resolves a Keras noise_shape against the input's shape x:
+// 0 takes x's size; every other size must be 1 or x's.
+func noiseShape(layer string, ns []int, x tensor.Shape) tensor.Shape {
+	if len(ns) != x.Rank() {
+		throwf(graph.OpDropoutMask, layer, "noise shape %v has rank %d, the input %v rank %d", ns, len(ns), x, x.Rank())
+	}
+	out := make(tensor.Shape, len(ns))
+	for i, n := range ns {
+		switch n {
+		case 0, x[i]:
+			out[i] = x[i]
+		case 1:
+			out[i] = 1
+		default:
+			throwf(graph.OpDropoutMask, layer, "noise shape %v does not broadcast to the input %v", ns, x)
+		}
+	}
+	return out
 }
 
 func hashName(s string) uint64 {

@@ -29,8 +29,8 @@ type Loss interface {
 	PerExample(out, labels *graph.Node) *graph.Node
 }
 
-// LossByName returns "sparse_categorical_crossentropy", "binary_crossentropy"
-// or "mse" (also "mean_squared_error").
+// LossByName returns "sparse_categorical_crossentropy", "binary_crossentropy",
+// "mse" (also "mean_squared_error") or "mae" (also "mean_absolute_error").
 func LossByName(name string) (Loss, error) {
 	switch name {
 	case "sparse_categorical_crossentropy", "sparse_softmax_cross_entropy":
@@ -39,8 +39,10 @@ func LossByName(name string) (Loss, error) {
 		return BinaryCrossentropy{}, nil
 	case "mse", "mean_squared_error":
 		return MeanSquaredError{}, nil
+	case "mae", "mean_absolute_error":
+		return MeanAbsoluteError{}, nil
 	}
-	return nil, fmt.Errorf("nn: unknown loss %q (known: sparse_categorical_crossentropy, binary_crossentropy, mse)", name)
+	return nil, fmt.Errorf("nn: unknown loss %q (known: sparse_categorical_crossentropy, binary_crossentropy, mse, mae)", name)
 }
 
 // SparseCategoricalCrossentropy takes int32 class labels. From logits it is
@@ -90,6 +92,20 @@ func (MeanSquaredError) PerExample(out, labels *graph.Node) *graph.Node {
 		labels = graph.Cast(labels, out.DType())
 	}
 	return meanRest(graph.Square(graph.Sub(out, labels)))
+}
+
+// MeanAbsoluteError averages |out - labels| over each example (Keras'
+// mean_absolute_error; its gradient at 0 is taken as +1, as graph.Abs's).
+type MeanAbsoluteError struct{}
+
+func (MeanAbsoluteError) Name() string                             { return "mae" }
+func (MeanAbsoluteError) LabelType() tensor.DType                  { return tensor.Float32 }
+func (MeanAbsoluteError) LabelShape(out tensor.Shape) tensor.Shape { return out[1:].Clone() }
+func (MeanAbsoluteError) PerExample(out, labels *graph.Node) *graph.Node {
+	if labels.DType() != out.DType() {
+		labels = graph.Cast(labels, out.DType())
+	}
+	return meanRest(graph.Abs(graph.Sub(out, labels)))
 }
 
 // meanRest averages x [batch, ...] over every axis but the first.

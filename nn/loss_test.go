@@ -219,12 +219,41 @@ func TestMeanSquaredError(t *testing.T) {
 	}
 }
 
+func TestMeanAbsoluteError(t *testing.T) {
+	out := []float64{1, 2, 3, -1, 0.5, 4}
+	lab := []float64{1.5, 2.25, 0, 1, 0.75, -4}
+	per, shape, grad := runLoss(t, nn.MeanAbsoluteError{}, tensor.Shape{2, 3}, out, lab, identity)
+	if !shape.Equal(tensor.Shape{2}) {
+		t.Fatalf("per-example loss shape %v, want [2]", shape)
+	}
+	for i := range 2 {
+		want := 0.0
+		for j := range 3 {
+			want += math.Abs(out[i*3+j]-lab[i*3+j]) / 3
+		}
+		if !relClose(per[i], want, 1e-14, 1e-15) {
+			t.Errorf("example %d: mae %v, want %v", i, per[i], want)
+		}
+	}
+	for k := range out {
+		want := 1.0 / 6 // the mean over the batch's 6 values of sign(out - label)
+		if out[k] < lab[k] {
+			want = -want
+		}
+		if !relClose(grad[k], want, 1e-14, 1e-15) {
+			t.Errorf("d mae/d out %d = %v, want %v", k, grad[k], want)
+		}
+	}
+}
+
 func TestLossByName(t *testing.T) {
 	tests := []struct{ name, want string }{
 		{"sparse_categorical_crossentropy", "sparse_categorical_crossentropy"},
 		{"binary_crossentropy", "binary_crossentropy"},
 		{"mse", "mse"},
 		{"mean_squared_error", "mse"},
+		{"mae", "mae"},
+		{"mean_absolute_error", "mae"},
 	}
 	for _, tc := range tests {
 		l, err := nn.LossByName(tc.name)

@@ -6,7 +6,9 @@ import (
 )
 
 // BatchNormalization normalizes over every axis but the last (the
-// channels), with a learned scale (gamma) and shift (beta); NoScale and
+// channels; Axis, when set, names another one: Keras' axis, counting the
+// batch as 0, so 1 is the height of NHWC input and -1 the last), with a
+// learned scale (gamma) and shift (beta); NoScale and
 // NoCenter drop them (Keras' scale=False, center=False: no gamma, no beta
 // weight). In training it normalizes with the batch's mean and biased
 // variance (one Moments op) and updates the moving statistics; in
@@ -21,6 +23,7 @@ type BatchNormalization struct {
 	Epsilon   float64 // zero: 1e-3
 	NoScale   bool    // Keras' scale=False: no gamma
 	NoCenter  bool    // Keras' center=False: no beta
+	Axis      int     // zero: the last
 }
 
 func (b *BatchNormalization) Name() string { return b.LayerName }
@@ -28,7 +31,14 @@ func (b *BatchNormalization) Name() string { return b.LayerName }
 func (b *BatchNormalization) Forward(c *Context, x *graph.Node) *graph.Node {
 	defer scoped(c, b.LayerName)()
 	mom, eps := or(b.Momentum, 0.99), or(b.Epsilon, 1e-3)
-	n := x.Shape()[x.Shape().Rank()-1]
+	r := x.Shape().Rank()
+	axis := r - 1
+	if b.Axis != 0 {
+		if axis = axisOf(b.Axis, r); axis < 1 || axis >= r {
+			throwf(graph.OpMoments, b.LayerName, "BatchNormalization over axis %d of input %v: the batch or outside it", b.Axis, x.Shape())
+		}
+	}
+	n := x.Shape()[axis]
 	ch := tensor.Shape{n}
 	var gamma, beta *graph.Node
 	if !b.NoScale {
@@ -41,7 +51,17 @@ func (b *BatchNormalization) Forward(c *Context, x *graph.Node) *graph.Node {
 	mv := c.Weight(b.LayerName+"/moving_variance", ch, Constant{1}, false)
 	mean, variance := mm, mv
 	if c.Training {
-		m := graph.Moments(x) // [2, C]: mean, variance
+		xc := x // the normalized axis last, for Moments
+		if axis != r-1 {
+			perm := make([]int, 0, r)
+			for i := range r {
+				if i != axis {
+					perm = append(perm, i)
+				}
+			}
+			xc = graph.Transpose(x, append(perm, axis)...)
+		}
+		m := graph.Moments(xc) // [2, C]: mean, variance
 		mean = graph.Reshape(graph.Slice(m, []int{0, 0}, []int{1, n}), n)
 		variance = graph.Reshape(graph.Slice(m, []int{1, 0}, []int{2, n}), n)
 		c.Updates = append(c.Updates,
@@ -59,7 +79,14 @@ func (b *BatchNormalization) Forward(c *Context, x *graph.Node) *graph.Node {
 	if beta != nil {
 		shift = graph.Sub(beta, graph.Mul(mean, scale))
 	}
-	if !c.Training {
+	if axis != r-1 { // [C] -> [C, 1, ...]: broadcast along the axes after it
+		bs := make([]int, r-axis)
+		for i := range bs {
+			bs[i] = 1
+		}
+		bs[0] = n
+		scale, shift = graph.Reshape(scale, bs...), graph.Reshape(shift, bs...)
+	} else if !c.Training {
 		if y := foldIntoConv(x, scale); y != nil {
 			return graph.Add(y, shift)
 		}

@@ -238,3 +238,41 @@ func TestEmbeddingLooksUpRows(t *testing.T) {
 		})
 	}
 }
+
+// BatchNormalization over another axis than the last (Keras' axis=1 on
+// NHWC input normalizes each row of the images): in training the batch
+// statistics of each row over the examples, columns and channels, in
+// inference the moving ones; its gradients are checked by central
+// differences.
+func TestBatchNormalizationAxis(t *testing.T) {
+	const B, H, W, C = 2, 3, 4, 2
+	l := &nn.BatchNormalization{LayerName: "bn", Axis: 1}
+	for _, training := range []bool{true, false} {
+		r := runLayer(t, l, []layerIn{{name: "x", shape: tensor.Shape{B, H, W, C}}}, tensor.Float64, 3, training)
+		r.set("bn/moving_variance", []float64{0.5, 2, 1.5})
+		r.run()
+		w := r.weights()
+		x, gamma, beta := w["x"], w["bn/gamma"], w["bn/beta"]
+		mean, variance := w["bn/moving_mean"], w["bn/moving_variance"]
+		if training {
+			mean, variance = make([]float64, H), make([]float64, H)
+			n := float64(B * W * C)
+			for i, v := range x {
+				mean[(i/(W*C))%H] += v / n
+			}
+			for i, v := range x {
+				d := v - mean[(i/(W*C))%H]
+				variance[(i/(W*C))%H] += d * d / n
+			}
+		}
+		y := r.get("out0")
+		for i, v := range x {
+			h := (i / (W * C)) % H
+			want := (v-mean[h])/math.Sqrt(variance[h]+1e-3)*gamma[h] + beta[h]
+			if !relClose(y[i], want, 1e-12, 1e-13) {
+				t.Fatalf("training %v, element %d: got %v, want %v", training, i, y[i], want)
+			}
+		}
+		r.checkGrads()
+	}
+}

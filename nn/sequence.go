@@ -173,6 +173,7 @@ func (l *Pool1D) Forward(c *Context, x *graph.Node) *graph.Node {
 type GlobalPooling1D struct {
 	LayerName string
 	Max       bool
+	KeepDims  bool // [batch, 1, channels], Keras' keepdims
 }
 
 func (l *GlobalPooling1D) Name() string { return l.LayerName }
@@ -182,8 +183,13 @@ func (l *GlobalPooling1D) Forward(c *Context, x *graph.Node) *graph.Node {
 	if x.Shape().Rank() != 3 {
 		panic(&graph.Error{Op: graph.OpReduceMean, Owner: l.LayerName, Msg: fmt.Sprintf("needs [batch, time, channels] input, got %v", x.Shape())})
 	}
-	if l.Max {
+	switch {
+	case l.Max && l.KeepDims:
+		return graph.ReduceMaxKeep(x, 1)
+	case l.Max:
 		return graph.ReduceMax(x, 1)
+	case l.KeepDims:
+		return graph.ReduceMeanKeep(x, 1)
 	}
 	return graph.ReduceMean(x, 1)
 }

@@ -275,21 +275,48 @@ func (l *RepeatVector) Forward(c *Context, x *graph.Node) *graph.Node {
 	return graph.BroadcastTo(graph.Reshape(x, n, 1, f), n, l.Times, f)
 }
 
-// Rescaling returns x·Scale + Offset (Keras' scale and offset).
+// Rescaling returns x·Scale + Offset (Keras' scale and offset). Keras also
+// takes a list for either, broadcast against the input's last axes as
+// NumPy does (EfficientNet divides each of the three channels by its own
+// value): Scales and Offsets, when set, are those lists and take the
+// place of Scale and Offset.
 type Rescaling struct {
-	LayerName     string
-	Scale, Offset float64
+	LayerName       string
+	Scale, Offset   float64
+	Scales, Offsets []float64
 }
 
 func (l *Rescaling) Name() string { return l.LayerName }
 
 func (l *Rescaling) Forward(c *Context, x *graph.Node) *graph.Node {
 	defer scoped(c, l.LayerName)()
-	y := graph.MulScalar(x, l.Scale)
-	if l.Offset != 0 {
+	var y *graph.Node
+	if l.Scales != nil {
+		y = graph.Mul(x, l.vector(c, x, "scale", l.Scales))
+	} else {
+		y = graph.MulScalar(x, l.Scale)
+	}
+	switch {
+	case l.Offsets != nil:
+		y = graph.Add(y, l.vector(c, x, "offset", l.Offsets))
+	case l.Offset != 0:
 		y = graph.AddScalar(y, l.Offset)
 	}
 	return y
+}
+
+// vector returns v as a constant of x's dtype that broadcasts against x's
+// last axis.
+func (l *Rescaling) vector(c *Context, x *graph.Node, what string, v []float64) *graph.Node {
+	r := x.Shape().Rank()
+	if len(v) == 0 || r < 2 || (len(v) != 1 && len(v) != x.Shape()[r-1]) {
+		throwf(graph.OpMul, l.LayerName, "Rescaling %s has %d values for input %v (want 1 or one per channel)", what, len(v), x.Shape())
+	}
+	t := tensor.New(x.DType(), tensor.Shape{len(v)})
+	for i, f := range v {
+		t.SetFloat64At(i, f)
+	}
+	return c.G.Constant(t)
 }
 
 // Normalization standardizes the last axis: (x - mean) / max(√variance,

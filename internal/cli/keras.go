@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -16,12 +17,17 @@ import (
 type kerasFile struct {
 	m         *keras.Model
 	optimizer string // "" when the file names none or flags override it
+	planNote  string // plan only: the file's loss or optimizer the plan does without, and why
 }
 
 // loadKeras reads --keras once.
 func (o *options) loadKeras() (*keras.Model, error) {
 	if o.kf == nil {
-		m, err := loadKerasFile(o.keras, o.kerasConfig)
+		opts := o.inputShapes
+		if o.set["seq"] {
+			opts = append(opts, keras.WithSeq(o.seq))
+		}
+		m, err := loadKerasFile(o.keras, o.kerasConfig, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -78,6 +84,10 @@ func (o *options) applyKeras(cfg *train.Config) error {
 		return err
 	}
 	losses, err := km.Training.StepLosses()
+	if err != nil && o.planOnly && errors.Is(err, keras.ErrUnsupported) {
+		// a plan of the architecture: the loss changes a few small buffers
+		o.kf.planNote, losses, err = fmt.Sprintf("%v: planned with the default loss\n", err), nil, nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.keras, err)
 	}
@@ -91,6 +101,10 @@ func (o *options) applyKeras(cfg *train.Config) error {
 		return nil
 	}
 	opt, err := km.Training.NewOptimizer()
+	if err != nil && o.planOnly && errors.Is(err, keras.ErrUnsupported) {
+		o.kf.planNote += fmt.Sprintf("%v: planned with --optimizer %s\n", err, o.optimizer)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w (pass --optimizer to use another)", o.keras, err)
 	}
@@ -112,6 +126,9 @@ func (o *options) applyKeras(cfg *train.Config) error {
 func (o *options) printKerasOptimizer(w io.Writer) {
 	if o.kf != nil && o.kf.optimizer != "" {
 		fmt.Fprintf(w, "optimizer from %s: %s\n", o.keras, o.kf.optimizer)
+	}
+	if o.kf != nil && o.kf.planNote != "" {
+		fmt.Fprint(w, o.kf.planNote)
 	}
 }
 

@@ -1,8 +1,10 @@
 package cli_test
 
 import (
+	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -253,5 +255,101 @@ func TestPlanKerasSharedFunctional(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Issue 26, shapes that vary: a Keras config whose inputs leave the time
+// axis unknown, (None, None, 71), plans once --seq or --input-shape gives
+// it a length, with Keras' parameter count; without one the error says
+// how to give it. The seq2seq model is keras.io's lstm_seq2seq example
+// (latent_dim 256, 71 and 93 characters) as Keras 3 writes it.
+func TestPlanKerasUnknownDimensions(t *testing.T) {
+	file := kerasTestdata("seq2seq_lstm_none_k3.json")
+	for _, args := range [][]string{
+		{"--seq", "20"},
+		{"--input-shape", "input_layer=20x71", "--input-shape", "input_layer_1=15x93"},
+	} {
+		if p := planKeras(t, append([]string{"--keras", file}, args...)...); *p.TotalParams != 718173 {
+			t.Errorf("%v: total_params %d, want 718173", args, *p.TotalParams)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "give it a size (--input-shape input_layer=Tx71, or --seq T for a sequence's length)"},
+		{[]string{"--input-shape", "input_layer=20x70", "--seq", "20"}, "dimension 2 is 71"},
+		{[]string{"--input-shape", "decoder=20x93", "--seq", "20"}, "decoder, which the model does not have; its inputs: input_layer, input_layer_1"},
+		{[]string{"--input-shape", "20x71", "--seq", "20"}, "without a name was given, but the model has 2 inputs"},
+		{[]string{"--input-shape", "input_layer=20xx71"}, "\"\" is not a positive size"},
+	} {
+		status, _, stderr := run(t, append([]string{"plan", "--batch", "1", "--keras", file}, tc.args...)...)
+		if status == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: status %d, stderr %q: want an error containing %q", tc.args, status, stderr, tc.want)
+		}
+	}
+	// a Keras 3 Sequential of the shared files: LSTM(32) over (None, None, 1)
+	shared := filepath.Join("..", "..", "..", "shared", "keras-files", "k392_lstm_forecast_nonetime.keras")
+	if p := planKeras(t, "--keras", shared, "--seq", "30"); *p.TotalParams != 16397 {
+		t.Errorf("k392: total_params %d, want 16397", *p.TotalParams)
+	}
+}
+
+// Acceptance 4 of issue 26 through the CLI: keras.applications'
+// EfficientNetB0 (Dropout with a per-example noise shape, a per-channel
+// Rescaling, an adapted Normalization) and MobileNetV3Small (keras.ops
+// nodes with constants, an input of unknown size planned at 224x224) plan
+// with Keras' published parameter counts.
+func TestPlanKerasApplications(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		model  string
+		args   []string
+		params int
+	}{
+		{"EfficientNetB0", nil, 5330571},
+		{"MobileNetV3Small", []string{"--input-shape", "224x224x3"}, 2554968},
+	} {
+		f, err := os.Open(kerasTestdata(filepath.Join("applications", tc.model+".json.gz")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(zr)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, tc.model+".json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if p := planKeras(t, append([]string{"--keras", path}, tc.args...)...); *p.TotalParams != tc.params {
+			t.Errorf("%s: total_params %d, want %d", tc.model, *p.TotalParams, tc.params)
+		}
+	}
+}
+
+// Keras' preprocessing layers train from the CLI: a config with
+// RandomRotation, RandomZoom, RandomTranslation, RandomContrast (active in
+// training, the identity on the test set) and Resizing before a small CNN
+// trains on the digits with planned == measured and its loss falling.
+func TestTrainKerasAugmentation(t *testing.T) {
+	status, stdout, stderr := run(t, "train", "--keras", kerasTestdata("digits_augment_k3.json"), "--epochs", "3", "--threads", "2")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	r := result(t, stdout)
+	if planned, measured := integer(t, r, "planned_peak_bytes"), integer(t, r, "measured_peak_bytes"); planned != measured {
+		t.Errorf("planned_peak_bytes %d != measured_peak_bytes %d", planned, measured)
+	}
+	if first, final := num(t, r, "first_loss"), num(t, r, "final_loss"); !(final < first) {
+		t.Errorf("final_loss %v, first_loss %v: want the loss to fall", final, first)
+	}
+	if acc := num(t, r, "test_acc"); acc < 0.3 {
+		t.Errorf("test_acc %v after 3 epochs, want at least 0.3", acc)
 	}
 }

@@ -16,11 +16,11 @@ import (
 
 // loadKerasFile reads --keras (any Keras file, told apart by content)
 // with --keras-config for a weights-only file.
-func loadKerasFile(path, config string) (*keras.Model, error) {
+func loadKerasFile(path, config string, opts ...keras.Option) (*keras.Model, error) {
 	if config != "" {
-		return keras.LoadWithConfig(path, config)
+		return keras.LoadWithConfig(path, config, opts...)
 	}
-	return keras.Load(path)
+	return keras.Load(path, opts...)
 }
 
 // startFromFile loads the weights a .keras or .h5 file holds into the

@@ -35,29 +35,30 @@ type sharedFile struct {
 	status       string   // exact, pending, python
 	refusal      string   // what a refusal names
 	flags        []string // more plan flags
+	seq          int      // > 0: --seq, for a time axis the file leaves unknown (None)
 }
 
 var sharedFiles = []sharedFile{
 	{file: "k111_carnd_nvidia_lambda.h5", status: "python", refusal: "class Lambda is not supported"},
 	{file: "k224_seq2seq_katakana_lstm.h5", status: "exact"},
 	{file: "k240_teachable_mnv2_catdog.h5", status: "exact"},
-	{file: "k211_imdb_embedding_hdf5.keras", status: "pending", refusal: "dimension 1 is unknown (null)"}, // (None, None) token ids
-	{file: "k215_cifar10_bn_cnn.h5", status: "exact"},                                                     // its optimizer: Adamax, registered as Custom>Adamax
+	{file: "k211_imdb_embedding_hdf5.keras", status: "exact", seq: 100}, // (None, None) token ids: --seq
+	{file: "k215_cifar10_bn_cnn.h5", status: "exact"},                   // its optimizer: Adamax, registered as Custom>Adamax
 	{file: "k37_churn_mlp.h5", status: "exact"},
 	{file: "k310_battery_soh_gru.h5", status: "exact"},
 	{file: "k3151_mnist_cnn.keras", status: "exact"},
-	{file: "k310_potato_cnn_preproc.keras", status: "pending", refusal: "class Resizing is not supported yet"},
-	// the architecture and its float16 weights read exactly (checked
-	// through nn/keras); its loss is a Python function registered as
-	// Custom>stock_return_loss, which plan refuses by name
-	{file: "k310_stock_transformer_fp16.keras", status: "python", refusal: "loss custom>stock_return_loss is not supported"},
-	{file: "k392_lstm_forecast_nonetime.keras", status: "pending", refusal: "dimension 1 is unknown (null)"}, // a None time axis
+	{file: "k310_potato_cnn_preproc.keras", status: "exact"}, // Resizing, Rescaling and random layers inside
+	// its float16 weights read as float32; its loss is a Python function
+	// registered as Custom>stock_return_loss: plan says so and plans the
+	// architecture with the default loss (train refuses it)
+	{file: "k310_stock_transformer_fp16.keras", status: "exact"},
+	{file: "k392_lstm_forecast_nonetime.keras", status: "exact", seq: 100}, // a None time axis: --seq
 	{file: "k3132_diabetes_mlp.keras", status: "exact"},
 	{file: "k2131_style_decoder_functional.keras", status: "exact"},
 	{file: "k214_hitsong_mlp.keras", status: "exact"},
 	{file: "k214_vae_custom_subclass.keras", status: "python", refusal: "model class VAE is not supported"},
 	{file: "k216_wifi_mlp_weights.h5", config: "k216_wifi_mlp_arch.json", status: "exact"},
-	{file: "k231_carnd_bnaxis1_weights.h5", config: "k231_carnd_bnaxis1_arch.json", status: "pending", refusal: "axis 1 is not supported"}, // BatchNormalization over the height
+	{file: "k231_carnd_bnaxis1_weights.h5", config: "k231_carnd_bnaxis1_arch.json", status: "exact"}, // BatchNormalization over the height
 	{file: "k314_mnist_mlp.weights.h5", config: "k314_mnist_mlp_config.json", status: "exact"},
 }
 
@@ -82,6 +83,11 @@ func TestPlanKerasSharedFiles(t *testing.T) {
 			total, _ := strconv.Atoi(want["total_params"])
 			path := filepath.Join(dir, c.file)
 			args := []string{"--keras", path}
+			var opts []keras.Option
+			if c.seq > 0 {
+				args = append(args, "--seq", strconv.Itoa(c.seq))
+				opts = append(opts, keras.WithSeq(c.seq))
+			}
 			if c.config != "" {
 				args = append(args, "--keras-config", filepath.Join(dir, c.config))
 			}
@@ -112,7 +118,7 @@ func TestPlanKerasSharedFiles(t *testing.T) {
 				if tr, _ := strconv.Atoi(want["trainable_params"]); *p.TrainableParams != tr {
 					t.Errorf("trainable_params %d, want %d", *p.TrainableParams, tr)
 				}
-				m, err := f.Model()
+				m, err := f.Model(opts...)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/mem"
+	"github.com/headroom-ml/headroom/nn/keras"
 	"github.com/headroom-ml/headroom/step"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -32,6 +33,8 @@ type options struct {
 	userData                           bool   // --data: the held-out set is validation data, not a test set
 	kerasWeights                       bool
 	kerasConfig                        string          // --keras-config: the architecture of a weights-only --keras file
+	inputShapes                        []keras.Option  // --input-shape, each given
+	planOnly                           bool            // headroom plan: nothing runs
 	set                                map[string]bool // flags given on the command line
 	kf                                 *kerasFile      // --keras, once read
 }
@@ -54,7 +57,14 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.keras, "keras", "", "a Keras model file to use instead of --model: model.to_json() of a Sequential or functional model, a .keras archive, a legacy full-model .h5, a weights-only .h5 (with --keras-config) or a TensorFlow.js model.json; its optimizer and loss are used unless --optimizer or --lr is given, and training starts from the weights it holds")
 	fs.BoolVar(&o.kerasWeights, "keras-weights", false, "with --keras: start from the file's weights (the default for .keras and .h5 files; --keras-weights=false starts from fresh weights); for a TensorFlow.js model.json, from the shards its weightsManifest lists")
 	fs.StringVar(&o.kerasConfig, "keras-config", "", "with --keras WEIGHTS.h5: the model's architecture (model.to_json(), or a .keras archive's config.json)")
-	fs.IntVar(&o.seq, "seq", 128, "text data sets (go-src, --text): the window of a language model, in bytes")
+	fs.IntVar(&o.seq, "seq", 128, "text data sets (go-src, --text): the window of a language model, in bytes; with --keras: the length of an input's time axis where the file leaves it unknown (None)")
+	fs.Func("input-shape", "with --keras: NAME=DxD... gives the input NAME (an InputLayer's name; DxD... alone for a model's only input) this shape, the batch left out, fixing the dimensions the file leaves unknown (None); may be repeated", func(v string) error {
+		name, shape, err := keras.ParseInputShape(v)
+		if err == nil {
+			o.inputShapes = append(o.inputShapes, keras.WithInputShape(name, shape))
+		}
+		return err
+	})
 	fs.StringVar(&o.text, "text", "", "train a language model (gpt, lstm) on this file or folder of text (read recursively, sorted; 90% train, 10% validation)")
 	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
 }
@@ -134,6 +144,8 @@ func (o *options) check() error {
 		return usagef("--keras-weights needs --keras")
 	case o.kerasConfig != "" && o.keras == "":
 		return usagef("--keras-config needs --keras (the weights file)")
+	case len(o.inputShapes) > 0 && o.keras == "":
+		return usagef("--input-shape needs --keras")
 	case o.batch%o.accumulate != 0:
 		return usagef("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}

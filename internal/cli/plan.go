@@ -80,6 +80,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if err := o.parse(fs, args, nil); err != nil {
 		return err
 	}
+	o.planOnly = true
 	bucketBytes, err := mem.ParseBytes(f.bucketSize)
 	if err != nil || bucketBytes <= 0 {
 		return usagef("--bucket-size %q: want a size such as 1MiB", f.bucketSize)

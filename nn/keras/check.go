@@ -24,15 +24,37 @@ type candidate struct {
 // layer's batch_input_shape or batch_shape, input_dim on a first Dense,
 // input_length on a first Embedding, the Sequential's build_input_shape,
 // the model's build_config); every one present must agree.
-func (p *parser) inputShape(entries []*entry, model map[string]any, mf *fields) ([]int, string, error) {
+// Unknown (null) dimensions are fixed by the shapes given for the input
+// (named as its InputLayer, or "<first layer>_input" as Keras 2 names it);
+// top is set for the file's own model, whose one input "" also names.
+func (p *parser) inputShape(entries []*entry, model map[string]any, mf *fields, top bool) ([]int, string, error) {
 	var cands []candidate
 	dtype := ""
+	input := entries[0].name
+	if entries[0].class != "InputLayer" {
+		input += "_input"
+	}
+	if top {
+		p.shapes.single = true
+	}
+	var fixErr error
 	add := func(e *entry, what string, s []int) {
 		idx, name := -1, ""
 		if e != nil {
 			idx, name = e.index, e.name
 		}
-		cands = append(cands, candidate{what: what, index: idx, name: name, shape: s})
+		fix := p.shapes.fix
+		if !top { // a nested Sequential's: sizes left unknown come from its first call
+			fix = p.shapes.apply
+		}
+		fixed, err := fix(input, what, s, top)
+		if err != nil && fixErr == nil {
+			fixErr = p.layerErr(idx, name, err)
+			if idx < 0 {
+				fixErr = err
+			}
+		}
+		cands = append(cands, candidate{what: what, index: idx, name: name, shape: fixed})
 	}
 	if in := entries[0]; in.class == "InputLayer" {
 		s, key, err := shapeOf(in.f)
@@ -82,6 +104,9 @@ func (p *parser) inputShape(entries []*entry, model map[string]any, mf *fields) 
 			return nil, "", fmt.Errorf("build_config.input_shape: %w", err)
 		}
 		add(nil, "build_config.input_shape", s)
+	}
+	if fixErr != nil {
+		return nil, "", fixErr
 	}
 	if len(cands) == 0 {
 		return nil, "", errors.New("no input shape: the file has no InputLayer, no batch_input_shape or batch_shape on its first layer and no build_input_shape; headroom needs fixed shapes to plan")

@@ -109,10 +109,17 @@
 //	UpSampling2D            nn.UpSampling2D (size, interpolation nearest or bilinear)
 //	ZeroPadding2D, Cropping2D  nn.ZeroPadding2D, nn.Cropping2D (n, (h, w) or ((top, bottom), (left, right)))
 //	Flatten, Reshape, Permute, RepeatVector  nn.Flatten, nn.Reshape (target_shape, one -1), nn.Permute (dims), nn.RepeatVector (n)
-//	Dropout, SpatialDropout2D  nn.Dropout, nn.SpatialDropout2D (rate)
-//	BatchNormalization      nn.BatchNormalization (momentum, epsilon, scale, center)
+//	Dropout, SpatialDropout2D  nn.Dropout (rate, noise_shape: an axis of size 1 shares a draw), nn.SpatialDropout2D (rate)
+//	BatchNormalization      nn.BatchNormalization (momentum, epsilon, scale, center, axis: any one axis but the batch)
 //	LayerNormalization      nn.LayerNormalization (epsilon)
-//	Rescaling, Normalization  nn.Rescaling (scale, offset), nn.Normalization (mean and variance: constants; absent: weights, 2·C + 1 params)
+//	Rescaling, Normalization  nn.Rescaling (scale, offset: numbers, or one per channel), nn.Normalization (mean and variance:
+//	                        constants; absent: weights, 2·C + 1 params)
+//	GlobalAveragePooling2D/1D, GlobalMaxPooling1D with keepdims  nn's with KeepDims
+//	Resizing                nn.Resizing (height, width, interpolation bilinear or nearest, crop_to_aspect_ratio, pad_to_aspect_ratio, fill_value)
+//	RandomFlip, RandomRotation, RandomZoom, RandomTranslation, RandomContrast  nn's (mode; factor, height_factor,
+//	                        width_factor; fill_mode, interpolation, fill_value; value_range): active in training, the identity in inference
+//	LayerScale, StochasticDepth  ConvNeXt's (keras.src.applications.convnext): nn.LayerScale, nn.Dropout with one draw per example
+//	CustomScaleLayer        Inception-ResNet-v2's: nn.ScaledAdd (x + scale·r)
 //	Activation              nn.Activation (every name nn.Activations lists)
 //	ReLU                    nn.Activation "relu", or nn.ReLU with max_value, negative_slope, threshold
 //	LeakyReLU, ELU, PReLU   nn.LeakyReLU (alpha or negative_slope), nn.ELU (alpha), nn.PReLU (shared_axes)
@@ -133,6 +140,48 @@
 //	PositionEmbedding, SinePositionEncoding  keras_hub's, as nn's
 //	Sequential, Functional, Model   nested nn.Functional
 //
+// Operation nodes. Keras 3 writes Python arithmetic on tensors (x +
+// inputs, x * (1/6)) and keras.ops calls as entries of a functional
+// model's layer list whose module is keras.src.ops.numpy, .nn, .math or
+// .core; their calls may take numbers (x + 3.0 is called with [x, 3.0]),
+// and their config holds the operation's own arguments. They map as:
+//
+//	Add, Subtract, Multiply, Divide, TrueDivide, Maximum, Minimum, Power (a constant integer exponent up to 8, or ±0.5),
+//	Negative, Absolute (Abs), Exp, Log, Sqrt, Square, Reciprocal, Erf, Clip  nn.Math, over tensors of one rank and numbers,
+//	                        broadcasting as NumPy
+//	Relu, Relu6, Sigmoid, Tanh, Softplus, Softsign, Silu, HardSigmoid, HardSilu, Selu  nn.Activation; Gelu (approximate,
+//	                        ops.gelu's default: the tanh form) nn.Math; Elu, LeakyRelu, Softmax, LogSoftmax (last axis)  nn's
+//	Mean, Sum, Max, Min     nn.Reduce (axis, keepdims; not over the batch)
+//	Reshape (newshape (-1, ...)), Transpose (axes keeping the batch first), ExpandDims, Squeeze, Concatenate (axis)
+//	                        nn.Reshape, nn.Permute, nn.Concatenate
+//	Cast                    to a float type: the identity (headroom plans precision itself)
+//
+// Other operations (Matmul, GetItem, Where, Stack, ...) are refused by
+// class name and module. tf.keras 2 writes the same as TFOpLambda layers
+// naming a TensorFlow function, whose first tensor is the function's
+// first argument and whose keyword arguments (y, axis, keepdims, shape,
+// perm) the others: __operators__.add, math.add, subtract, multiply,
+// truediv, divide, maximum, minimum, pow, negative, abs, exp, log, sqrt,
+// square, reciprocal, erf, sigmoid, tanh, softplus, reduce_mean,
+// reduce_sum, reduce_max, reduce_min; nn.relu, relu6, sigmoid, tanh,
+// silu, swish, softplus, gelu, softmax; reshape, transpose,
+// compat.v1.transpose, expand_dims, squeeze and compat.v1.squeeze map as
+// those operations; a TFOpLambda of another function is refused by its
+// name.
+//
+// The preprocessing layers behave as Keras': Resizing resizes as
+// tf.image.resize (bilinear with half-pixel centres, no antialiasing;
+// nearest); the random layers draw per image in training and are the
+// identity in inference, resampling with TensorFlow's
+// ImageProjectiveTransformV3 (graph.ImageTransform) at the matrix Keras
+// computes for the draw. Where headroom differs: the draws come from the
+// model's seed, the layer's name and the step (as Dropout's masks), not
+// from Keras' seed argument; a rotation's sine and cosine are composed
+// from elementwise ops (to about 1e-10); a tf.keras 2 file's RandomFlip
+// flips each axis on a draw of its own and its RandomContrast reads a
+// factor f as (f, f), a Keras 3 file's on one draw and as (0, f), as each
+// version computes them.
+//
 // Activations are the names nn.Activations lists, written as a name or as
 // a serialized function object ({"class_name": "function", "config":
 // "relu"}); a Keras 2 or TensorFlow.js file's hard_sigmoid is Keras 2's
@@ -151,6 +200,21 @@
 // them, and a frozen BatchNormalization runs in inference mode (its moving
 // statistics, no updates), as in TensorFlow 2 and Keras 3 (Keras before
 // 2.1.3 kept batch statistics in a frozen BatchNormalization).
+//
+// # Shapes that vary
+//
+// A config may leave a dimension of an input unknown (null, Python's
+// None): sequences of any length, (None, None, 71), or images of any size.
+// headroom plans fixed shapes, so the size is given when the model is
+// read: WithInputShape(name, shape) gives the input of that InputLayer
+// name (name "" for a model's only input) its per-example shape, and
+// WithSeq(t) the first axis after the batch of every top-level input (a
+// sequence's time axis) where the file leaves it unknown; `headroom plan
+// --keras` takes them as --input-shape NAME=DxD... (ParseInputShape) and
+// --seq T. A size the file states must agree with the one given; a name
+// the model lacks, or a dimension still unknown, is an error saying which
+// flag gives it. A nested model whose input leaves sizes unknown (a
+// backbone saved without input_shape) takes them from its first call.
 //
 // # Cross-checks
 //
@@ -264,27 +328,43 @@
 //
 // Each of these is an *Error for which errors.Is(err, ErrUnsupported)
 // holds, naming the layer (class and name) and what to change:
-//   - Lambda, TFOpLambda, SlicingOpLambda (Python code), StringLookup,
+//   - Lambda, SlicingOpLambda (Python code), TFOpLambda of functions
+//     other than those listed under Mapping, StringLookup,
 //     IntegerLookup, TextVectorization, Hashing, CategoryEncoding,
 //     Discretization (tables built in Python), custom classes (a
 //     registered_name such as "Custom>Gate", a module outside keras), and a
 //     subclassed model's class: a config cannot say what they compute.
 //   - Layer classes without an nn layer yet (ConvLSTM2D, Conv3D,
 //     CuDNNLSTM, whose biases differ from LSTM's, ...): "class X is not
-//     supported yet".
+//     supported yet". Among Keras' image preprocessing layers these are
+//     CenterCrop, RandomCrop, RandomBrightness, RandomHeight,
+//     RandomWidth, RandomGrayscale, RandomHue, RandomSaturation,
+//     RandomSharpness, RandomShear, RandomPerspective,
+//     RandomElasticTransform, RandomErasing, RandomGaussianBlur,
+//     RandomColorJitter, RandomColorDegeneration, RandomInvert,
+//     RandomPosterization, Solarization, AutoContrast, Equalization,
+//     MixUp, CutMix, AugMix, RandAugment and Pipeline; every layer
+//     class keras.applications uses is mapped (testdata/applications).
+//   - Operation nodes other than those listed under Mapping: "operation
+//     X (module) is not supported yet"; an operation in a Sequential
+//     model; an operation called with keyword tensors, or with a
+//     constant that is not a number.
 //   - data_format "channels_first": headroom is NHWC, Keras' default.
 //   - padding other than valid/same (causal on Conv1D); dilation_rate and
 //     strides both above 1 (Keras refuses it too); Conv1D's dilation_rate
 //     and groups.
-//   - BatchNormalization or LayerNormalization over an axis other than the
-//     last, or several axes; LayerNormalization's center=false or
+//   - BatchNormalization over several axes; LayerNormalization over an
+//     axis other than the last, or several; LayerNormalization's center=false or
 //     scale=false; renorm, virtual_batch_size, adjustment, rms_scaling; a
 //     momentum outside (0, 1) or an epsilon that is not positive (nn reads
 //     zero as "use the default").
-//   - Activations nn lacks; Dropout with noise_shape;
-//     GlobalAveragePooling2D and the 1-D global poolings with keepdims;
-//     Embedding with lora_rank; UpSampling2D interpolations but nearest and
-//     bilinear; Normalization over another axis than the last.
+//   - Activations nn lacks; Dropout's noise_shape with a size other
+//     than 1 or the input's (a fixed batch); Embedding with lora_rank;
+//     UpSampling2D and Resizing interpolations but nearest and bilinear;
+//     Resizing's antialias=true and fill modes but constant; the random
+//     layers' fill mode mirror; Normalization over another axis than the
+//     last; StochasticDepth, LayerScale or CustomScaleLayer from a module
+//     outside Keras (a custom class of the same name).
 //   - Recurrent layers with stateful=true or time_major=true, or called
 //     with a mask; Bidirectional with a backward_layer of its own or over
 //     another layer than LSTM, GRU, SimpleRNN; MultiHeadAttention over
@@ -294,9 +374,11 @@
 //     from the first axis, nn from the last); Concatenate along the batch;
 //     tensors passed as keyword arguments to a layer that takes none (a
 //     mask); constants passed as a layer's input (_CONSTANT_VALUE).
-//   - dtypes other than float32 and the 16-bit policies above (float64,
-//     integer layers): headroom plans precision itself. An input may be an
-//     integer type only when it feeds an Embedding.
+//   - dtypes other than float32 and the 16-bit float policies (float16,
+//     bfloat16, mixed_float16, mixed_bfloat16, which read as float32:
+//     headroom plans precision itself, --precision): float64, quantized
+//     policies (int8_from_float32, ...). An input may be an integer type
+//     only when it feeds an Embedding.
 //   - model.weights.npz archives, sharded weights, soft and external
 //     links in HDF5 (Keras refuses them too).
 //

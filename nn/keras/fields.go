@@ -197,8 +197,8 @@ func toInt(v any) (int, error) {
 }
 
 // batchShape reads a shape that counts the batch dimension ([null, 28, 28,
-// 1]) and returns it without the batch: every other entry must be a fixed
-// positive size, since a plan needs concrete shapes.
+// 1]) and returns it without the batch; a dimension left unknown (null)
+// is -1 (unknown), for the caller to fix (inputShapes.fix).
 func batchShape(v any) ([]int, error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -215,8 +215,8 @@ func batchShape(v any) ([]int, error) {
 	return dims(list[1:], 1)
 }
 
-// dims reads fixed positive sizes; first is the index the first one has in
-// the shape written in the file (for messages).
+// dims reads positive sizes, or null (unknown, -1); first is the index the
+// first one has in the shape written in the file (for messages).
 func dims(list []any, first int) ([]int, error) {
 	if len(list) > maxRank {
 		return nil, fmt.Errorf("rank %d (besides the batch) exceeds the maximum %d", len(list), maxRank)
@@ -225,11 +225,12 @@ func dims(list []any, first int) ([]int, error) {
 	size := 1
 	for i, e := range list {
 		if e == nil {
-			return nil, fmt.Errorf("dimension %d is unknown (null); headroom plans fixed shapes, so give every dimension but the batch a size", i+first)
+			out[i] = unknown
+			continue
 		}
 		n, err := toInt(e)
 		if err != nil || n < 1 || n > maxInt32 {
-			return nil, fmt.Errorf("dimension %d: want a positive integer, got %s", i+first, describe(e))
+			return nil, fmt.Errorf("dimension %d: want a positive integer or null, got %s", i+first, describe(e))
 		}
 		out[i] = n
 		if size > maxElements/n {
@@ -269,24 +270,33 @@ func describe(v any) string {
 // dtypeName returns the dtype a layer's "dtype" names: a string
 // ("float32"), or a policy object as Keras 3 ({"class_name": "DTypePolicy",
 // "config": {"name": "float32"}}) and Keras 2 mixed precision ("Policy")
-// write it. Absent or null is "".
+// write it. Absent or null is "". A 16-bit float policy (float16,
+// bfloat16, mixed_float16, mixed_bfloat16) reads as "float32": headroom
+// plans a model in float32 and its precision itself (--precision), so
+// such a model plans as its float32 twin.
 func dtypeName(f *fields) string {
 	v, ok := f.get("dtype")
 	if !ok {
 		return ""
 	}
+	name := ""
 	switch t := v.(type) {
 	case string:
-		return t
+		name = t
 	case map[string]any:
 		if c, ok := t["config"].(map[string]any); ok {
-			if s, ok := c["name"].(string); ok {
-				return s
-			}
+			name, _ = c["name"].(string)
 		}
-		if s, ok := t["name"].(string); ok {
-			return s
+		if name == "" {
+			name, _ = t["name"].(string)
 		}
+	}
+	switch name {
+	case "float16", "bfloat16", "mixed_float16", "mixed_bfloat16":
+		return "float32"
+	case "":
+	default:
+		return name
 	}
 	f.fail("dtype: want a string or a DTypePolicy object, got %s", describe(v))
 	return ""

@@ -380,7 +380,7 @@ func (f *File) WithConfig(path string) error {
 
 // Model maps the file's config onto nn (as Parse does) and keeps the file
 // for its weights (Model.File).
-func (f *File) Model() (*Model, error) {
+func (f *File) Model(opts ...Option) (*Model, error) {
 	name := f.Path
 	if f.ConfigPath != "" {
 		name = f.ConfigPath
@@ -397,7 +397,7 @@ func (f *File) Model() (*Model, error) {
 			data = wrapped
 		}
 	}
-	m, err := Parse(data, name)
+	m, err := Parse(data, name, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -138,6 +138,12 @@ func (p *parser) readFunctional(model map[string]any, prefix string, index int, 
 		if err != nil {
 			return nil, p.layerErr(i, l.nnName, err)
 		}
+		for k, c := range calls {
+			if len(c.constants) > 0 && !e.op {
+				return nil, p.layerErr(i, l.nnName, unsupportedError(fmt.Sprintf("call %d: a constant positional argument %s: headroom takes tensors from other layers only",
+					k, describe(c.constants[sortedInts(c.constants)[0]]))))
+			}
+		}
 		l.calls, keras3 = calls, keras3 || k3
 		lt := e.f.boolean("trainable", true)
 		if e.f.err != nil {
@@ -146,6 +152,9 @@ func (p *parser) readFunctional(model map[string]any, prefix string, index int, 
 		l.frozen = !(g.trainable && lt)
 		g.layers = append(g.layers, l)
 		g.byName[e.name] = l
+	}
+	if prefix == "" {
+		p.shapes.single = len(g.inputs) == 1
 	}
 	for _, l := range g.layers {
 		switch {
@@ -194,6 +203,15 @@ func (p *parser) readInput(l *fnLayer) error {
 	if s == nil {
 		return p.layerErr(l.index, l.nnName, errors.New("the InputLayer gives no batch_input_shape or batch_shape"))
 	}
+	top := l.nnName == l.name
+	if top {
+		s, err = p.shapes.fix(l.name, key, s, true)
+	} else { // a nested model's: sizes left unknown come from its first call
+		s, err = p.shapes.apply(l.name, key, s, false)
+	}
+	if err != nil {
+		return p.layerErr(l.index, l.nnName, err)
+	}
 	dt := tensor.Float32
 	switch name := dtypeName(l.f); name {
 	case "", "float32":
@@ -205,8 +223,47 @@ func (p *parser) readInput(l *fnLayer) error {
 	if l.f.err != nil {
 		return p.layerErr(l.index, l.nnName, l.f.err)
 	}
-	l.input = &value{t: nn.NewInput(l.nnName, tensor.Shape(s), dt), shape: s, dtype: dt}
+	l.input = &value{shape: s, dtype: dt}
+	if !slices.Contains(s, unknown) {
+		l.input.t = nn.NewInput(l.nnName, tensor.Shape(s), dt)
+	}
 	return nil
+}
+
+// open reports whether some input of g has a size left unknown: a nested
+// model built at its first call, from the call's shapes.
+func (g *fnModel) open() bool {
+	for _, r := range g.inputs {
+		if l, ok := g.byName[r.layer]; ok && l.input != nil && l.input.t == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// close gives the open inputs of g the shapes of a call and builds it.
+func (p *parser) close(g *fnModel, shapes [][]int) error {
+	if len(shapes) != len(g.inputs) {
+		return p.nestedErr(g.index, g.prefix, fmt.Errorf("the model takes %d inputs, the call gives %d", len(g.inputs), len(shapes)))
+	}
+	for i, r := range g.inputs {
+		l, ok := g.byName[r.layer]
+		if !ok || l.input == nil {
+			continue // buildFunctional says what is wrong
+		}
+		s := l.input.shape
+		if len(s) != len(shapes[i]) {
+			return p.layerErr(l.index, l.nnName, fmt.Errorf("the model takes %s, its first call gives %v", shapeText(s), shapes[i]))
+		}
+		for j, d := range s {
+			if d != unknown && d != shapes[i][j] {
+				return p.layerErr(l.index, l.nnName, fmt.Errorf("the model takes %s, its first call gives %v", shapeText(s), shapes[i]))
+			}
+		}
+		l.input.shape = slices.Clone(shapes[i])
+		l.input.t = nn.NewInput(l.nnName, tensor.Shape(shapes[i]), l.input.dtype)
+	}
+	return p.buildFunctional(g)
 }
 
 // buildFunctional resolves every call of every layer, then makes the
@@ -368,7 +425,14 @@ func (p *parser) callOutputs(g *fnModel, l *fnLayer, k int) ([]*value, error) {
 		if err := p.checkBuildInputs(l.entry, l.nnName, in.shapes); err != nil {
 			return nil, err
 		}
-		m = mapLayer(l.class, l.nnName, l.f, in)
+		if l.op {
+			m = mapOperation(l.class, l.nnName, l.f, in, cs)
+		} else {
+			m = mapLayer(l.class, l.nnName, l.f, in)
+		}
+		if m.outs == nil && m.out != nil {
+			m.outs = [][]int{m.out}
+		}
 		if l.f.err == nil {
 			l.f.err = in.kw.err
 		}

@@ -134,19 +134,20 @@ func (e *Error) Unwrap() error { return e.Err }
 // modelTopology.model_config, or modelTopology itself), Keras 2.0-era files
 // whose "config" is a bare list of layers, configs stored as a JSON string
 // inside JSON, a Keras 3 .keras archive and a legacy full-model .h5 (with
-// their weights: Model.File), told apart by their content (OpenFile).
-func Load(path string) (*Model, error) {
+// their weights: Model.File), told apart by their content (OpenFile). opts
+// fix what the file leaves unknown (WithInputShape, WithSeq).
+func Load(path string, opts ...Option) (*Model, error) {
 	f, err := OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return f.Model()
+	return f.Model(opts...)
 }
 
 // LoadWithConfig reads the weights-only file at weightsPath (HDF5 from
 // save_weights, or a .keras archive) with the architecture of the config
 // at configPath.
-func LoadWithConfig(weightsPath, configPath string) (*Model, error) {
+func LoadWithConfig(weightsPath, configPath string, opts ...Option) (*Model, error) {
 	f, err := OpenFile(weightsPath)
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func LoadWithConfig(weightsPath, configPath string) (*Model, error) {
 	if err := f.WithConfig(configPath); err != nil {
 		return nil, err
 	}
-	return f.Model()
+	return f.Model(opts...)
 }
 
 func readFile(path string) ([]byte, error) {
@@ -178,9 +179,14 @@ func readFile(path string) ([]byte, error) {
 }
 
 // Parse reads a model config from data; name is the file name that errors
-// carry. Any malformed input is an *Error, never a panic.
-func Parse(data []byte, name string) (*Model, error) {
+// carry; opts give the sizes of dimensions the file leaves unknown
+// (WithInputShape, WithSeq). Any malformed input is an *Error, never a
+// panic.
+func Parse(data []byte, name string, opts ...Option) (*Model, error) {
 	p := &parser{file: name}
+	for _, o := range opts {
+		o(&p.shapes.opts)
+	}
 	m, err := p.parse(data)
 	if err != nil {
 		var ke *Error
@@ -197,6 +203,7 @@ type parser struct {
 	layers int  // layers read so far, nested models included
 	depth  int  // models nested around the one being read
 	keras2 bool // written by Keras 2 or TensorFlow.js
+	shapes inputShapes
 }
 
 func (p *parser) layerErr(i int, name string, err error) error {
@@ -244,6 +251,9 @@ func (p *parser) parse(data []byte) (*Model, error) {
 		return nil, unsupportedError(fmt.Sprintf("model class %s is not supported: headroom reads Sequential and functional (Model, Functional) models; a subclassed model's call() is Python code", class))
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := p.shapes.unused(); err != nil {
 		return nil, err
 	}
 	if m.Training, err = readTraining(src.training, m.OutputNames); err != nil {
@@ -406,6 +416,7 @@ type entry struct {
 	index       int
 	class, name string // class in its canonical spelling
 	written     string // class as written
+	op          bool   // an operation node (keras.src.ops), not a layer
 	f           *fields
 	raw         map[string]any
 	m           mapped
@@ -441,8 +452,8 @@ func (p *parser) readEntry(i int, raw any) (*entry, error) {
 	default:
 		return nil, p.layerErr(i, "", fmt.Errorf("config: want an object, got %s", describe(lm["config"])))
 	}
-	e := &entry{index: i, written: class, class: class, f: &fields{m: conf, keras2: p.keras2}, raw: lm}
-	if a, ok := aliases[class]; ok {
+	e := &entry{index: i, written: class, class: class, f: &fields{m: conf, keras2: p.keras2}, raw: lm, op: isOperation(lm)}
+	if a, ok := aliases[class]; ok && !e.op {
 		e.class = a
 	}
 	if n, ok := lm["name"].(string); ok && n != "" {
@@ -480,7 +491,6 @@ var sixteenBit = map[string]bool{"float16": true, "bfloat16": true, "mixed_float
 // built from data in Python: a config cannot say what they compute.
 var pythonOnly = map[string]string{
 	"Lambda":             "it runs a Python function",
-	"TFOpLambda":         "it runs a TensorFlow op called from Python",
 	"SlicingOpLambda":    "it runs a TensorFlow slicing op called from Python",
 	"StringLookup":       "its vocabulary is a lookup table built in Python",
 	"IntegerLookup":      "its vocabulary is a lookup table built in Python",
@@ -494,6 +504,19 @@ var pythonOnly = map[string]string{
 // refuse returns the error for a class headroom cannot map: Python code,
 // custom classes, and classes without a layer yet, naming the class.
 func refuse(e *entry) error {
+	if e.class == "TFOpLambda" {
+		if fn := tfOpFunction(e.f); tfOps[fn].class == "" {
+			return unsupportedError(fmt.Sprintf("class TFOpLambda of tf.%s is not supported: headroom reads the TensorFlow functions of Python arithmetic, activations, reductions and reshapes; rebuild the model without it", fn))
+		}
+		return nil
+	}
+	if e.op {
+		if !isSupportedOperation(e.class) {
+			mod, _ := e.raw["module"].(string)
+			return unsupportedError(fmt.Sprintf("operation %s (%s) is not supported yet; supported operations: %s", e.written, mod, strings.Join(SupportedOperations(), ", ")))
+		}
+		return nil
+	}
 	if why, ok := pythonOnly[e.class]; ok {
 		return unsupportedError(fmt.Sprintf("class %s is not supported: %s, which cannot run outside Python; rebuild the model without it", e.written, why))
 	}

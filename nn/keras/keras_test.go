@@ -237,7 +237,7 @@ func TestErrors(t *testing.T) {
 		{"duplicate name", seq(input28, flat28, layer("Dense", `"name": "flatten", "units": 3`)), 2, false, "already used by layer 1"},
 		{"input layer later", seq(layer("Dense", `"name": "d", "units": 3, "batch_input_shape": [null, 4]`), input28), 1, false, "only come first"},
 		{"no input shape", seq(flat28, dense10), -1, false, "no input shape"},
-		{"unknown dimension", seq(layer("InputLayer", `"name": "in", "batch_shape": [null, null, 28, 1]`), flat28), 0, false, "dimension 1 is unknown"},
+		{"unknown dimension", seq(layer("InputLayer", `"name": "in", "batch_shape": [null, null, 28, 1]`), flat28), 0, false, "input in: dimension 1 of InputLayer batch_shape (None, None, 28, 1) is unknown (null)"},
 		{"negative dimension", seq(layer("InputLayer", `"name": "in", "batch_shape": [null, -3]`), flat28), 0, false, "dimension 1"},
 		{"shapes disagree", seq(input28, layer("Flatten", `"name": "f", "batch_input_shape": [null, 32, 32, 1]`)), 1, false, "input shapes disagree"},
 		{"build_input_shape disagrees", `{"class_name": "Sequential", "config": {"name": "s", "build_input_shape": [null, 5], "layers": [` + input28 + `,` + flat28 + `]}}`,
@@ -246,6 +246,7 @@ func TestErrors(t *testing.T) {
 			1, false, "does not match the output of the layers before"},
 		{"float64 dtype", seq(input28, layer("Flatten", `"name": "f", "dtype": "float64"`)), 1, true, "dtype float64"},
 		{"int policy", seq(input28, layer("Flatten", `"name": "f", "dtype": {"class_name": "DTypePolicy", "config": {"name": "int32"}}`)), 1, true, "dtype int32"},
+		{"int8 policy", seq(input28, layer("Flatten", `"name": "f", "dtype": {"class_name": "DTypePolicy", "config": {"name": "int8_from_float32"}}`)), 1, true, "int8_from_float32"},
 		{"bad dtype", seq(input28, layer("Flatten", `"name": "f", "dtype": 3`)), 1, false, "dtype: want a string"},
 		{"int input into conv", seq(layer("InputLayer", `"name": "in", "batch_shape": [null, 8, 8, 1], "dtype": "int32"`), convValid("")), 0, true, "only an Embedding"},
 		{"channels first", seq(input28, convValid(`, "data_format": "channels_first"`)), 1, true, "channels_last"},
@@ -267,14 +268,13 @@ func TestErrors(t *testing.T) {
 		{"activation missing", seq(input28, layer("Activation", `"name": "a"`)), 1, false, "activation is missing"},
 		{"relu max below 0", seq(input28, layer("ReLU", `"name": "r", "max_value": -6`)), 1, false, "max_value -6 is negative"},
 		{"dropout rate", seq(input28, layer("Dropout", `"name": "d", "rate": 1.5`)), 1, false, "rate 1.5"},
-		{"noise shape", seq(input28, layer("Dropout", `"name": "d", "rate": 0.5, "noise_shape": [null, 1, 1, 1]`)), 1, true, "noise_shape"},
-		{"bn axis 1", seq(input28, layer("BatchNormalization", `"name": "bn", "axis": 1`)), 1, true, "axis 1 is not supported"},
+		{"noise shape rank", seq(input28, layer("Dropout", `"name": "d", "rate": 0.5, "noise_shape": [null, 1, 1]`)), 1, false, "noise_shape [null,1,1]"},
+		{"noise shape size", seq(input28, layer("Dropout", `"name": "d", "rate": 0.5, "noise_shape": [null, 3, 1, 1]`)), 1, false, "size 3 of axis 1"},
 		{"bn two axes", seq(input28, layer("BatchNormalization", `"name": "bn", "axis": [1, 3]`)), 1, true, "axis [1 3]"},
 		{"bn axis out of range", seq(input28, layer("BatchNormalization", `"name": "bn", "axis": [4]`)), 1, false, "out of range"},
 		{"ln no center", seq(input28, layer("LayerNormalization", `"name": "ln", "center": false`)), 1, true, "center=false or scale=false is not supported: nn.LayerNormalization"},
 		{"bn zero momentum", seq(input28, layer("BatchNormalization", `"name": "bn", "momentum": 0`)), 1, true, "momentum 0"},
 		{"ln rms", seq(input28, layer("LayerNormalization", `"name": "ln", "rms_scaling": true`)), 1, true, "rms_scaling"},
-		{"gap keepdims", seq(input28, layer("GlobalAveragePooling2D", `"name": "g", "keepdims": true`)), 1, true, "keepdims"},
 		{"embedding dims", seq(layer("Embedding", `"name": "e", "input_dim": 10, "output_dim": 4, "batch_input_shape": [null, 5], "input_length": 6`)),
 			0, false, "input shapes disagree"},
 		{"manifest total", `{"modelTopology": {"model_config": ` + seq(input28, flat28, dense10) + `}, "weightsManifest": [{"weights": [{"name": "dense/kernel", "shape": [784, 10]}]}]}`,
@@ -363,6 +363,18 @@ func TestBatchNormAxes(t *testing.T) {
 	}
 	if m.Params != 7850+40 {
 		t.Errorf("got %d params, want %d", m.Params, 7850+40)
+	}
+	// axis 1 of NHWC input normalizes the rows (as k231's CarND model
+	// does): one gamma, beta and moving statistic per row
+	m, err = Parse([]byte(seq(input28, convValid(""), layer("BatchNormalization", `"name": "bn", "axis": 1`))), "bn.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Layers[2]; got.Params != 4*26 || got.TrainableParams != 2*26 {
+		t.Errorf("axis 1: got %d params (%d trainable), want 104 (52)", got.Params, got.TrainableParams)
+	}
+	if bn := m.Sequential.Layers[1].(*nn.BatchNormalization); bn.Axis != 1 {
+		t.Errorf("axis 1: nn's layer has Axis %d", bn.Axis)
 	}
 }
 

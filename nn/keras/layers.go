@@ -15,7 +15,8 @@ import (
 var Supported = slices.Concat([]string{"InputLayer", "Dense", "Conv2D", "MaxPooling2D", "AveragePooling2D",
 	"GlobalAveragePooling2D", "Flatten", "Dropout", "BatchNormalization", "LayerNormalization",
 	"Activation", "ReLU", "Embedding",
-	"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}, visionClasses, sequenceClasses)
+	"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot"}, visionClasses, sequenceClasses,
+	applicationClasses, preprocessClasses)
 
 // aliases are other spellings Keras accepts for the same classes.
 var aliases = map[string]string{
@@ -118,15 +119,15 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 	case "MaxPooling2D", "AveragePooling2D":
 		return pool2D(name, class == "MaxPooling2D", f, in)
 	case "GlobalAveragePooling2D":
-		channelsLast(f)
-		if f.boolean("keepdims", false) {
-			f.unsupported("keepdims=true is not supported: nn.GlobalAveragePooling2D returns (batch, channels)")
-		}
-		if len(in) != 3 {
-			f.fail("GlobalAveragePooling2D needs an input of rank 3 (height, width, channels), got %v", in)
+		keep := f.boolean("keepdims", false)
+		if !image(f, "GlobalAveragePooling2D", in) {
 			return mapped{}
 		}
-		return mapped{layer: &nn.GlobalAveragePooling2D{LayerName: name}, out: []int{in[2]}}
+		out := []int{in[2]}
+		if keep {
+			out = []int{1, 1, in[2]}
+		}
+		return mapped{layer: &nn.GlobalAveragePooling2D{LayerName: name, KeepDims: keep}, out: out}
 	case "Flatten":
 		channelsLast(f)
 		n := 1
@@ -139,10 +140,7 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 		if !(rate >= 0 && rate < 1) {
 			f.fail("rate %v is not in [0, 1)", rate)
 		}
-		if f.has("noise_shape") {
-			f.unsupported("noise_shape is not supported: nn.Dropout draws one mask value per element")
-		}
-		return mapped{layer: &nn.Dropout{LayerName: name, Rate: rate}, out: in}
+		return mapped{layer: &nn.Dropout{LayerName: name, Rate: rate, NoiseShape: noiseShape(f, in)}, out: in}
 	case "BatchNormalization":
 		return batchNorm(name, f, in)
 	case "LayerNormalization":
@@ -156,6 +154,10 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 		return relu(name, f, in)
 	case "Embedding":
 		return embedding(name, f, in)
+	case "LayerScale":
+		return layerScale(name, f, in)
+	case "StochasticDepth":
+		return stochasticDepth(name, f, in)
 	}
 	if m, ok := visionMapper(class); ok {
 		return m(name, f, in)
@@ -163,8 +165,38 @@ func mapSingle(class, name string, f *fields, in []int) mapped {
 	if m, ok := sequenceMapper(class); ok {
 		return m(name, f, in)
 	}
+	if m, ok := preprocessMapper(class); ok {
+		return m(name, f, in)
+	}
 	f.fail("internal: no mapping for class %s", class)
 	return mapped{}
+}
+
+// noiseShape reads Dropout's noise_shape: one size (or null, the input's)
+// per axis of the input, the batch first; nil when absent.
+func noiseShape(f *fields, in []int) []int {
+	v, ok := f.get("noise_shape")
+	if !ok {
+		return nil
+	}
+	list, isList := v.([]any)
+	if !isList || len(list) != len(in)+1 {
+		f.fail("noise_shape %s: want one size or null per axis of the input (rank %d, batch included)", describe(v), len(in)+1)
+		return nil
+	}
+	out := make([]int, len(list))
+	for i, e := range list {
+		if e == nil {
+			continue // 0: the input's size
+		}
+		n, err := toInt(e)
+		if err != nil || (n != 1 && (i == 0 || n != in[i-1])) {
+			f.fail("noise_shape %s: size %s of axis %d is neither 1, null nor the input's", describe(v), describe(e), i)
+			return nil
+		}
+		out[i] = n
+	}
+	return out
 }
 
 // dense: x [..., in] -> [..., units]; kernel [in, units], bias [units].
@@ -291,7 +323,7 @@ func windowed(f *fields, what string, in []int, win, strides [2]int, same bool) 
 // batchNorm: gamma, beta (trainable), moving_mean, moving_variance (not),
 // each [channels], over the last axis only.
 func batchNorm(name string, f *fields, in []int) mapped {
-	lastAxis(f, "BatchNormalization", in)
+	axis := oneAxis(f, "BatchNormalization", in)
 	mom := f.float("momentum", 0.99)
 	eps := f.float("epsilon", 1e-3)
 	if !(mom > 0 && mom < 1) {
@@ -310,7 +342,10 @@ func batchNorm(name string, f *fields, in []int) mapped {
 	if f.has("adjustment") {
 		f.unsupported("adjustment is not supported by nn.BatchNormalization")
 	}
-	c := in[len(in)-1]
+	if f.err != nil {
+		return mapped{}
+	}
+	c := in[axis-1]
 	affine := 0
 	if scale {
 		affine += c
@@ -318,8 +353,32 @@ func batchNorm(name string, f *fields, in []int) mapped {
 	if center {
 		affine += c
 	}
-	return mapped{layer: &nn.BatchNormalization{LayerName: name, Momentum: mom, Epsilon: eps, NoScale: !scale, NoCenter: !center},
-		out: in, params: affine + 2*c, nonTrainable: 2 * c}
+	l := &nn.BatchNormalization{LayerName: name, Momentum: mom, Epsilon: eps, NoScale: !scale, NoCenter: !center}
+	if axis != len(in) {
+		l.Axis = axis
+	}
+	return mapped{layer: l, out: in, params: affine + 2*c, nonTrainable: 2 * c}
+}
+
+// oneAxis reads "axis", one axis of an input of per-example shape in
+// (Keras counts the batch: for NHWC input 3, [3] and -1 all name the
+// channels), and returns it counted from the batch (1 ... len(in)).
+func oneAxis(f *fields, class string, in []int) int {
+	ax := f.axes("axis", []int{-1})
+	rank := len(in) + 1
+	if len(ax) != 1 {
+		f.unsupported("axis %v is not supported: nn.%s normalizes over one axis", ax, class)
+		return rank - 1
+	}
+	a := ax[0]
+	if a < 0 {
+		a += rank
+	}
+	if a < 1 || a >= rank {
+		f.fail("axis %d is out of range for an input of rank %d (batch included), or the batch", ax[0], rank)
+		return rank - 1
+	}
+	return a
 }
 
 // layerNorm: gamma, beta [channels], normalizing the last axis of each example.

@@ -17,6 +17,10 @@ func multiMapper(class string) (func(name string, f *fields, in callIn) mapped, 
 		return concatenate, true
 	case "Dot":
 		return dot, true
+	case "CustomScaleLayer":
+		return customScale, true
+	case "TFOpLambda":
+		return tfOpLambda, true
 	}
 	return sequenceMulti(class)
 }

@@ -18,10 +18,14 @@ type nestedModel struct {
 	prefix string // its layers' nn name prefix: "<enclosing prefix><name>/"
 	frozen bool
 	g      *fnModel // nil for a Sequential until its first call
-	seq    struct {
+	// pending: a Functional whose inputs leave sizes unknown, built at its
+	// first call
+	pending bool
+	seq     struct {
 		name    string
 		entries []*entry
 		input   []int // nil: the first call's
+		partial []int // an input shape with sizes left unknown (-1), which the first call must fit
 		dtype   tensor.DType
 		f       *fields
 	}
@@ -40,10 +44,14 @@ func (p *parser) nestedModel(e *entry, prefix string, frozen bool) (*nestedModel
 		if err != nil {
 			return nil, err
 		}
+		nm.g = g
+		if g.open() { // sizes left unknown: its first call gives them
+			nm.pending = true
+			return nm, nil
+		}
 		if err := p.buildFunctional(g); err != nil {
 			return nil, err
 		}
-		nm.g = g
 		return nm, nil
 	}
 	name, list, mf, err := sequentialConfig(e.raw)
@@ -56,7 +64,7 @@ func (p *parser) nestedModel(e *entry, prefix string, frozen bool) (*nestedModel
 	}
 	nm.seq.name, nm.seq.entries, nm.seq.f = name, entries, mf
 	if declaresInput(entries, e.raw, mf) {
-		in, dt, err := p.inputShape(entries, e.raw, mf)
+		in, dt, err := p.inputShape(entries, e.raw, mf, false)
 		if err != nil {
 			return nil, p.prefixed(err, nm.prefix)
 		}
@@ -66,6 +74,10 @@ func (p *parser) nestedModel(e *entry, prefix string, frozen bool) (*nestedModel
 		}
 		if first := firstLayer(entries); first.class == "Embedding" {
 			nm.seq.dtype = tensor.Int32
+		}
+		if slices.Contains(in, unknown) { // its first call gives the sizes left unknown
+			nm.seq.input, nm.seq.partial = nil, in
+			return nm, nil
 		}
 		if err := p.buildSequential(nm, nm.seq.input, nm.seq.dtype); err != nil {
 			return nil, err
@@ -95,7 +107,7 @@ func (nm *nestedModel) skip(keras3 bool) int {
 	if nm.e.class != "Sequential" {
 		return 1
 	}
-	if !keras3 && nm.seq.input != nil {
+	if !keras3 && (nm.seq.input != nil || nm.seq.partial != nil) {
 		return 1
 	}
 	return 0
@@ -160,13 +172,28 @@ func (p *parser) buildSequential(nm *nestedModel, input []int, dt tensor.DType) 
 // and dtypes.
 func (nm *nestedModel) call(p *parser, e *entry, shapes [][]int, dtypes []tensor.DType) (mapped, error) {
 	name := nm.prefix[:len(nm.prefix)-1]
+	if nm.pending {
+		p.depth++
+		err := p.close(nm.g, shapes)
+		p.depth--
+		if err != nil {
+			return mapped{}, err
+		}
+		nm.pending = false
+	}
 	if nm.g == nil { // a Sequential without an input shape: its first call's
 		if len(shapes) != 1 {
 			return mapped{}, p.layerErr(e.index, name, fmt.Errorf("a Sequential model takes one input, got %d", len(shapes)))
 		}
+		if s := nm.seq.partial; s != nil && !fits(s, shapes[0]) {
+			return mapped{}, p.layerErr(e.index, name, fmt.Errorf("the model takes %s, its first call gives %v", shapeText(s), shapes[0]))
+		}
 		dt := tensor.Float32
 		if len(dtypes) > 0 {
 			dt = dtypes[0]
+		}
+		if nm.seq.partial != nil {
+			dt = nm.seq.dtype
 		}
 		p.depth++
 		err := p.buildSequential(nm, shapes[0], dt)
@@ -192,4 +219,17 @@ func (nm *nestedModel) call(p *parser, e *entry, shapes [][]int, dtypes []tensor
 		m.outs = append(m.outs, slices.Clone(v.shape))
 	}
 	return m, nil
+}
+
+// fits reports whether shape s fits partial, whose -1 sizes are unknown.
+func fits(partial, s []int) bool {
+	if len(partial) != len(s) {
+		return false
+	}
+	for i, d := range partial {
+		if d != unknown && d != s[i] {
+			return false
+		}
+	}
+	return true
 }

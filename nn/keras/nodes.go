@@ -25,6 +25,12 @@ type callSpec struct {
 	args  []ref            // positional tensor arguments, flattened in order
 	named map[string][]ref // keyword arguments that hold tensors
 	kw    map[string]any   // other keyword arguments
+	// constants are the positional arguments that are constants (a Keras
+	// 3 operation's x + 3.0), by their position in the call's argument
+	// list; slots[i] is how many tensors of args position i holds. A
+	// layer (not an operation) with constants is refused.
+	constants map[int]any
+	slots     []int
 }
 
 // maxCalls bounds the inbound nodes of one layer and the tensors of one.
@@ -214,16 +220,23 @@ func readNode3(n map[string]any) (callSpec, error) {
 	if !ok && n["args"] != nil {
 		return c, fmt.Errorf("args: want a list, got %s", describe(n["args"]))
 	}
-	for _, a := range args {
+	for i, a := range args {
 		var refs []ref
 		constant, err := walk(a, &refs, 0)
 		if err != nil {
 			return c, fmt.Errorf("args: %w", err)
 		}
 		if constant != nil {
-			return c, unsupportedError(fmt.Sprintf("a constant positional argument %s: headroom takes tensors from other layers only", describe(constant)))
+			if len(refs) > 0 {
+				return c, unsupportedError(fmt.Sprintf("a constant positional argument %s beside tensors in argument %d: headroom takes tensors from other layers, or a number", describe(constant), i))
+			}
+			if c.constants == nil {
+				c.constants = map[int]any{}
+			}
+			c.constants[i] = constant
 		}
 		c.args = append(c.args, refs...)
+		c.slots = append(c.slots, len(refs))
 	}
 	if len(c.args) == 0 {
 		return c, errors.New("a call with no input tensors")

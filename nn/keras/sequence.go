@@ -135,13 +135,15 @@ func pool1D(name string, max bool, f *fields, in []int) mapped {
 
 // globalPool1D: [T, C] -> [C].
 func globalPool1D(name string, max bool, f *fields, in []int) mapped {
-	if f.boolean("keepdims", false) {
-		f.unsupported("keepdims=true is not supported: nn.GlobalPooling1D returns (batch, channels)")
-	}
+	keep := f.boolean("keepdims", false)
 	if !sequence(f, "global pooling", in) {
 		return mapped{}
 	}
-	return mapped{layer: &nn.GlobalPooling1D{LayerName: name, Max: max}, out: []int{in[1]}}
+	out := []int{in[1]}
+	if keep {
+		out = []int{1, in[1]}
+	}
+	return mapped{layer: &nn.GlobalPooling1D{LayerName: name, Max: max, KeepDims: keep}, out: out}
 }
 
 // timeDistributed maps "layer" (a one-input layer config) over every step

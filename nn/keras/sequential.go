@@ -19,7 +19,7 @@ func (p *parser) sequential(model map[string]any) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	input, inputDType, err := p.inputShape(entries, model, mf)
+	input, inputDType, err := p.inputShape(entries, model, mf, true)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +148,9 @@ func (p *parser) entries(list []any) ([]*entry, error) {
 			return nil, p.layerErr(i, e.name, fmt.Errorf("name %q is already used by layer %d; nn names weights by layer", e.name, j))
 		}
 		seen[e.name] = i
+		if e.op {
+			return nil, p.layerErr(i, e.name, unsupportedError("an operation node (keras.src.ops) in a Sequential model: Keras writes them in functional models only"))
+		}
 		if e.class == "InputLayer" && i > 0 {
 			return nil, p.layerErr(i, e.name, errors.New("an InputLayer may only come first in a Sequential model"))
 		}

@@ -278,6 +278,8 @@ func lossAlias(class string) string {
 	switch class {
 	case "mean_squared_error":
 		return "mse"
+	case "mean_absolute_error":
+		return "mae"
 	}
 	return class
 }
@@ -293,8 +295,10 @@ func NNLoss(name string) (nn.Loss, error) {
 		return nn.BinaryCrossentropy{}, nil
 	case "mse", "mean_squared_error":
 		return nn.MeanSquaredError{}, nil
+	case "mae", "mean_absolute_error":
+		return nn.MeanAbsoluteError{}, nil
 	}
-	return nil, unsupportedError(fmt.Sprintf("loss %s is not supported; supported: sparse_categorical_crossentropy, categorical_crossentropy (trained as the sparse form on class labels), binary_crossentropy, mse", name))
+	return nil, unsupportedError(fmt.Sprintf("loss %s is not supported; supported: sparse_categorical_crossentropy, categorical_crossentropy (trained as the sparse form on class labels), binary_crossentropy, mse, mae", name))
 }
 
 // StepLosses returns the file's losses as the step builder takes them

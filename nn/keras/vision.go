@@ -401,10 +401,28 @@ func repeatVector(name string, f *fields, in []int) mapped {
 	return mapped{layer: &nn.RepeatVector{LayerName: name, Times: n}, out: out}
 }
 
-// rescaling: x·scale + offset.
+// rescaling: x·scale + offset; either may be a list (one value per
+// channel, as EfficientNet's), which broadcasts against the last axis.
 func rescaling(name string, f *fields, in []int) mapped {
-	scale, offset := f.float("scale", 1), f.float("offset", 0)
-	return mapped{layer: &nn.Rescaling{LayerName: name, Scale: scale, Offset: offset}, out: in}
+	l := &nn.Rescaling{LayerName: name}
+	if isList(f, "scale") {
+		l.Scales = f.values("scale", in[len(in)-1])
+	} else {
+		l.Scale = f.float("scale", 1)
+	}
+	if isList(f, "offset") {
+		l.Offsets = f.values("offset", in[len(in)-1])
+	} else {
+		l.Offset = f.float("offset", 0)
+	}
+	return mapped{layer: l, out: in}
+}
+
+// isList reports whether key holds a list.
+func isList(f *fields, key string) bool {
+	v, _ := f.get(key)
+	_, ok := v.([]any)
+	return ok
 }
 
 // normalization over the last axis: with mean and variance given they are
