@@ -315,7 +315,12 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 			return err
 		}
 	}
-	k, mb := cfg.accumulate(), t.progs["train"].batch
+	bucket := 0 // the length a bucketed text's batch runs at
+	bk, isBucketed := src.(bucketed)
+	if isBucketed {
+		bucket = bk.bucket()
+	}
+	k, mb := cfg.accumulate(), t.progs[cfg.progKey("train", bucket)].batch
 	if r.allFrom.IsZero() {
 		r.allFrom = time.Now()
 	}
@@ -327,26 +332,32 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		rank = cfg.Comm.Rank()
 	}
 	lo, hi := rank*n/ranks, (rank+1)*n/ranks
-	local := hi - lo
+	// micro-batches and processes weigh by their examples, or by the
+	// labels they keep (a bucketed text's padding)
+	share := func(a, b int) float64 { return float64(b - a) }
+	if isBucketed {
+		share = func(a, b int) float64 { return float64(bk.valid(a, b)) }
+	}
 	var loss float64
 	for at, m := lo, 0; at < hi; m++ {
 		size := min(mb, hi-at)
-		pr, err := t.stepProgram(at+size < hi, size)
+		pr, err := t.stepProgram(at+size < hi, size, bucket)
 		if err != nil {
 			return err
 		}
+		microW, rankW := ratio0(share(at, at+size), share(lo, hi)), ratio0(share(lo, hi), share(0, n))
 		if w, ok := pr.hyper["opt/micro_weight"]; ok {
-			w.SetFloat64At(0, float64(size)/float64(local))
+			w.SetFloat64At(0, microW)
 		}
 		if w, ok := pr.hyper["opt/rank_weight"]; ok {
-			w.SetFloat64At(0, float64(local)/float64(n))
+			w.SetFloat64At(0, rankW)
 		}
 		src.fill(pr, at, at+size)
 		micro := (r.step-1)*int64(k) + int64(m) + 1 // drives dropout masks
 		if err := t.runStep(pr, micro, r.step, e.lr); err != nil {
 			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
 		}
-		loss += pr.loss.Float64At(0) * float64(size) / float64(local)
+		loss += pr.loss.Float64At(0) * microW
 		if c, ok := t.scoring.count(pr.out, src, true); ok {
 			e.correct, e.seen = e.correct+c, e.seen+size*t.scoring.units()
 		}
@@ -375,12 +386,13 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 }
 
 // stepProgram returns the program for a run of size examples of a batch:
-// accumulating (not the batch's last run), or the one that updates.
-func (t *Trainer) stepProgram(accumulate bool, size int) (*program, error) {
+// accumulating (not the batch's last run), or the one that updates; at a
+// bucketed text's bucket length (0: the model's own).
+func (t *Trainer) stepProgram(accumulate bool, size, bucket int) (*program, error) {
 	if accumulate {
-		return t.progs["train_accumulate"], nil
+		return t.progs[t.cfg.progKey("train_accumulate", bucket)], nil
 	}
-	if pr := t.progs["train"]; pr.batch == size { // a full batch, or a whole data set smaller than one
+	if pr := t.progs[t.cfg.progKey("train", bucket)]; pr.batch == size { // a full batch, or a whole data set smaller than one
 		return pr, nil
 	}
 	if pr := t.progs["train_tail"]; pr != nil && pr.batch == size {
@@ -502,6 +514,14 @@ func (t *Trainer) runStep(pr *program, micro, step int64, lr float64) error {
 		t.scaleAfter(pr.finite.Uint8s()[0] != 0)
 	}
 	return nil
+}
+
+// ratio0 is a/b, 0 when b is 0 (a share of nothing).
+func ratio0(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 func ratio(a, b int) float64 {
