@@ -293,3 +293,37 @@ func (c *Config) bucketPlans(progs map[string]*program, extra int64) []BucketPla
 	}
 	return out
 }
+
+// LongestWindow returns the longest window, up to most tokens, whose run
+// of model(T) on txt (fixed windows of T, no buckets) fits in budget
+// bytes; 0 if none does. It doubles T from 1 while the run fits, then
+// bisects.
+func LongestWindow(cfg Config, txt Text, budget int64, most int, model func(T int) (nn.Model, error)) (int, error) {
+	fits := func(t int) (bool, error) {
+		m, err := model(t)
+		if err != nil {
+			return false, err
+		}
+		x := txt
+		x.T, x.Buckets, x.trainSeqs = t, nil, nil
+		c := cfg
+		c.Model = m
+		rp, err := PlanFor(c, OnText(&x))
+		if err != nil {
+			return false, err
+		}
+		return rp.Peak <= budget, nil
+	}
+	lo, hi := 0, 1 // fits(lo) (0 by convention)
+	for hi <= most {
+		ok, err := fits(hi)
+		if err != nil || !ok {
+			if err != nil {
+				return 0, err
+			}
+			return largest(lo, hi-1, fits)
+		}
+		lo, hi = hi, hi*2
+	}
+	return largest(lo, most, fits)
+}

@@ -250,7 +250,13 @@ func (c Config) maxBatch(d *Data, budget int64, limit int) (int, error) {
 		}
 		return rp.Peak <= budget, nil
 	}
-	lo, hi := 0, limit // fits(lo) holds (0 by convention); find the largest
+	return largest(0, limit, fits)
+}
+
+// largest returns the largest n in [lo, hi] for which fits holds, given
+// that it holds for lo (by convention when lo is 0) and, past some n, for
+// none above: a bisection.
+func largest(lo, hi int, fits func(int) (bool, error)) (int, error) {
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		ok, err := fits(mid)

@@ -75,56 +75,16 @@ func (o *options) addBuckets(r *planReport, cfg train.Config, rp *train.RunPlan)
 	return nil
 }
 
-// longestWindow returns the longest window (a model of that context, on
-// the run's text, one bucket) whose plan fits in budget bytes, 0 if none:
-// doubling, then bisecting, up to 65,536 tokens.
+// longestWindow returns the longest window of the run's model, on its
+// text, that fits in budget bytes (train.LongestWindow, up to 65,536).
 func (o *options) longestWindow(cfg train.Config, budget int64) (int, error) {
-	fits := func(t int) (bool, error) {
-		m, err := nn.NewModel(o.model, tensor.Shape{t}, vocab)
-		if err != nil {
-			return false, err
-		}
-		txt, err := o.textData()
-		if err != nil {
-			return false, err
-		}
-		txt.T, txt.Buckets = t, nil
-		c := cfg
-		c.Model = m
-		rp, err := train.PlanFor(c, train.OnText(txt))
-		if err != nil {
-			return false, err
-		}
-		return rp.Peak <= budget, nil
+	txt, err := o.textData()
+	if err != nil {
+		return 0, err
 	}
-	const most = 1 << 16
-	lo, hi := 0, 1 // fits(lo) (0 by convention); find the largest
-	for hi <= most {
-		ok, err := fits(hi)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			break
-		}
-		lo, hi = hi, hi*2
-	}
-	if hi > most {
-		return lo, nil
-	}
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		ok, err := fits(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo, nil
+	return train.LongestWindow(cfg, *txt, budget, 1<<16, func(t int) (nn.Model, error) {
+		return nn.NewModel(o.model, tensor.Shape{t}, vocab)
+	})
 }
 
 // printBuckets prints a plan's buckets.
