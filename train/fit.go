@@ -38,9 +38,12 @@ type History struct {
 	FirstLoss     float64
 	LastLoss      float64
 	SamplesPerSec float64 // excluding the first Warmup steps (of a shorter run, over all its steps)
-	TrainSeconds  float64
-	StartEpoch    int // epochs already done when Fit began (resume)
-	StoppedEarly  bool
+	// TokensPerSec is a bucketed text's tokens trained on (padding left
+	// out) a second, timed as SamplesPerSec; 0 for other runs.
+	TokensPerSec float64
+	TrainSeconds float64
+	StartEpoch   int // epochs already done when Fit began (resume)
+	StoppedEarly bool
 	// ResumedFrom is the checkpoint a resumed run started from ("" for a
 	// fresh start); Done is set when it was already at the end of the run
 	// (nothing was trained).
@@ -147,8 +150,10 @@ type fitRun struct {
 	startStep int64 // warm-up steps count from here
 	start     time.Time
 	timedFrom time.Time
-	timed     int64         // examples trained after warm-up
-	paused    time.Duration // epoch-end work after warm-up
+	timed     int64 // examples trained after warm-up
+	// a bucketed text's tokens (labels kept), after warm-up and in all
+	timedTokens, allTokens int64
+	paused                 time.Duration // epoch-end work after warm-up
 	// a run shorter than the warm-up is timed over all its steps
 	allFrom   time.Time
 	all       int64
@@ -370,13 +375,19 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	e.lossSum += loss
 	e.updates++
 	e.batch++
+	tokens := int64(0) // a bucketed text's labels kept
+	if isBucketed {
+		tokens = int64(bk.valid(0, n))
+	}
 	switch s := r.step - r.startStep; {
 	case s == int64(cfg.Warmup):
 		r.timedFrom = time.Now()
 	case s > int64(cfg.Warmup):
 		r.timed += int64(n)
+		r.timedTokens += tokens
 	}
 	r.all += int64(n)
+	r.allTokens += tokens
 	for _, c := range r.callbacks {
 		if b, ok := c.(BatchEnder); ok {
 			b.OnBatchEnd(e.ep+1, e.updates, batches, loss)
@@ -477,9 +488,11 @@ func (r *fitRun) finish() *History {
 	h.TrainSeconds = time.Since(r.start).Seconds()
 	switch {
 	case r.timed > 0:
-		h.SamplesPerSec = float64(r.timed) / (time.Since(r.timedFrom) - r.paused).Seconds()
+		secs := (time.Since(r.timedFrom) - r.paused).Seconds()
+		h.SamplesPerSec, h.TokensPerSec = float64(r.timed)/secs, float64(r.timedTokens)/secs
 	case r.all > 0: // fewer steps than the warm-up: time them all
-		h.SamplesPerSec = float64(r.all) / (time.Since(r.allFrom) - r.allPaused).Seconds()
+		secs := (time.Since(r.allFrom) - r.allPaused).Seconds()
+		h.SamplesPerSec, h.TokensPerSec = float64(r.all)/secs, float64(r.allTokens)/secs
 	}
 	h.StoppedEarly = t.stop
 	h.SkippedSteps, h.LossScale = t.skipped, t.lossScale
