@@ -163,12 +163,12 @@ func (g ConvGeom) checkConv(fn string, f int, xName string, lenX int, filterName
 // products on the calling goroutine. It panics if g is invalid or a length
 // does not match.
 func Conv2DOn[T Float](p *Pool, dst, x, filter, work []T, g ConvGeom, f int) []T {
-	return conv2D(p, "Conv2D", dst, x, filter, work, g, f, MatMulOn[T], false)
+	return conv2D(p, "Conv2D", dst, x, filter, work, g, f, MatMulOn[T], false, ConvAuto)
 }
 
 // conv2D is Conv2DOn named fn with its products by mm: MatMulOn, or with
 // bf16 MatMulBF16On (whose jobs pack with its tier).
-func conv2D[T Float](p *Pool, fn string, dst, x, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+func conv2D[T Float](p *Pool, fn string, dst, x, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool, algo ConvAlgo) []T {
 	if g.General() {
 		return conv2DGeneral(p, fn, dst, x, filter, work, g, f)
 	}
@@ -178,7 +178,7 @@ func conv2D[T Float](p *Pool, fn string, dst, x, filter, work []T, g ConvGeom, f
 		clear(dst)
 		return dst
 	}
-	if convDirect(p, dst, x, filter, work, g, f, bf16) { // float32, few channels (vision_direct.go)
+	if algo != ConvIm2col && convDirect(p, dst, x, filter, work, g, f, bf16) { // float32, few channels (vision_direct.go)
 		return dst
 	}
 	if d32, ok := any(dst).([]float32); ok && per > 0 && conv2DJob(p, d32, any(x).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
@@ -215,12 +215,12 @@ type matMulFunc[T Float] func(p *Pool, dst, a, b []T, m, n, k int, transA, trans
 // their contributions sum. work is as for Conv2D. dx must not overlap the
 // other operands. It panics if g is invalid or a length does not match.
 func Conv2DBackpropInputOn[T Float](p *Pool, dx, dy, filter, work []T, g ConvGeom, f int) []T {
-	return conv2DInput(p, "Conv2DBackpropInput", dx, dy, filter, work, g, f, MatMulOn[T], false)
+	return conv2DInput(p, "Conv2DBackpropInput", dx, dy, filter, work, g, f, MatMulOn[T], false, ConvAuto)
 }
 
 // conv2DInput is Conv2DBackpropInputOn named fn with its products by mm
 // (bf16: MatMulBF16On).
-func conv2DInput[T Float](p *Pool, fn string, dx, dy, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+func conv2DInput[T Float](p *Pool, fn string, dx, dy, filter, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool, algo ConvAlgo) []T {
 	if g.General() {
 		return conv2DInputGeneral(p, fn, dx, dy, filter, work, g, f)
 	}
@@ -230,7 +230,7 @@ func conv2DInput[T Float](p *Pool, fn string, dx, dy, filter, work []T, g ConvGe
 		clear(dx)
 		return dx
 	}
-	if convInputDirect(p, dx, dy, filter, work, g, f, bf16) { // float32, stride 1 (vision_direct.go)
+	if algo != ConvIm2col && convInputDirect(p, dx, dy, filter, work, g, f, bf16) { // float32, stride 1 (vision_direct.go)
 		return dx
 	}
 	if d32, ok := any(dx).([]float32); ok && conv2DInputJob(p, d32, any(dy).([]float32), any(filter).([]float32), any(work).([]float32), g, f, bf16) {
@@ -265,12 +265,12 @@ func conv2DInputChunks[T Float](p *Pool, dx, dy, filter, work []T, g ConvGeom, f
 // Conv2D. dfilter must not overlap the other operands. It panics if g is
 // invalid or a length does not match.
 func Conv2DBackpropFilterOn[T Float](p *Pool, dfilter, x, dy, work []T, g ConvGeom, f int) []T {
-	return conv2DFilter(p, "Conv2DBackpropFilter", dfilter, x, dy, work, g, f, MatMulOn[T], false)
+	return conv2DFilter(p, "Conv2DBackpropFilter", dfilter, x, dy, work, g, f, MatMulOn[T], false, ConvAuto)
 }
 
 // conv2DFilter is Conv2DBackpropFilterOn named fn with its products by mm
 // (bf16: MatMulBF16On).
-func conv2DFilter[T Float](p *Pool, fn string, dfilter, x, dy, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool) []T {
+func conv2DFilter[T Float](p *Pool, fn string, dfilter, x, dy, work []T, g ConvGeom, f int, mm matMulFunc[T], bf16 bool, algo ConvAlgo) []T {
 	if g.General() {
 		return conv2DFilterGeneral(p, fn, dfilter, x, dy, work, g, f)
 	}
@@ -280,7 +280,7 @@ func conv2DFilter[T Float](p *Pool, fn string, dfilter, x, dy, work []T, g ConvG
 		clear(dfilter)
 		return dfilter
 	}
-	if convFilterDirect(p, dfilter, x, dy, g, f, bf16) { // float32, few channels (vision_direct.go)
+	if algo != ConvIm2col && convFilterDirect(p, dfilter, x, dy, g, f, bf16, algo == ConvDirect) { // float32, few channels (vision_direct.go)
 		return dfilter
 	}
 	if d32, ok := any(dfilter).([]float32); ok && conv2DFilterJob(p, d32, any(x).([]float32), any(dy).([]float32), any(work).([]float32), g, f, bf16) {

@@ -49,13 +49,9 @@ func convDirect[T Float](p *Pool, dst, x, filter, work []T, g ConvGeom, f int, b
 // where that does not apply (also when work cannot hold the filter).
 func convInputDirect[T Float](p *Pool, dx, dy, filter, work []T, g ConvGeom, f int, bf16 bool) bool {
 	d32, ok := any(dx).([]float32)
-	if !ok || bf16 || g.SH != 1 || g.SW != 1 || g.C%16 != 0 || g.PadTop >= g.KH || g.PadLeft >= g.KW {
-		return false
-	}
-	gt := ConvGeom{N: g.N, H: g.OH, W: g.OW, C: f, KH: g.KH, KW: g.KW, SH: 1, SW: 1,
-		PadTop: g.KH - 1 - g.PadTop, PadLeft: g.KW - 1 - g.PadLeft, OH: g.H, OW: g.W}
+	gt, can := directInputGeom(g, f)
 	k := g.KH * g.KW * g.C * f
-	if !directConvOK(gt, g.C) || len(work) < k || f == 0 {
+	if !ok || bf16 || !can || len(work) < k {
 		return false
 	}
 	wt, w := any(work).([]float32)[:k], any(filter).([]float32)
@@ -86,6 +82,19 @@ type directJob struct {
 // table of functions, so arrays on the stack whose address they take
 // would escape, a heap allocation per call of every step.
 type directOffs struct{ x, w [maxDirectTaps]int }
+
+// directInputGeom returns the geometry of the direct convolution that is
+// Conv2DBackpropInput of g with f filters (convInputDirect), and whether
+// the tiles take it: stride 1, input channels a multiple of 16, padding
+// smaller than the window, and directConvOK.
+func directInputGeom(g ConvGeom, f int) (ConvGeom, bool) {
+	if g.SH != 1 || g.SW != 1 || g.C%16 != 0 || g.PadTop >= g.KH || g.PadLeft >= g.KW || f == 0 {
+		return ConvGeom{}, false
+	}
+	gt := ConvGeom{N: g.N, H: g.OH, W: g.OW, C: f, KH: g.KH, KW: g.KW, SH: 1, SW: 1,
+		PadTop: g.KH - 1 - g.PadTop, PadLeft: g.KW - 1 - g.PadLeft, OH: g.H, OW: g.W}
+	return gt, directConvOK(gt, g.C)
+}
 
 // directPadSlot returns the floats of one part's padded input rows: KH rows
 // of PadLeft + W + PadRight cells (0 without padding at the sides).
@@ -196,8 +205,15 @@ var filtChannels = [2][3]int{{16, 8, 4}, {12, 8, 4}}
 // ResNet-20's 14x14x32 and 7x7x64 gain; so past 16 channels the tiles take
 // outputs of at most directFilterMaxArea positions.
 func directFilterOK(g ConvGeom, f int) bool {
+	return directFilterCan(g, f) && (g.C <= 16 || g.OH*g.OW <= directFilterMaxArea)
+}
+
+// directFilterCan reports whether the direct filter-gradient tiles can run
+// g with f filters at all: directFilterOK without its rule of thumb, the
+// candidates a measured choice (ConvAlgos) times.
+func directFilterCan(g ConvGeom, f int) bool {
 	return directConv && filtTiles[0][0] != nil && f > 0 && f%16 == 0 && !g.General() && g.C%4 == 0 &&
-		g.C > 0 && g.C <= 64 && g.N*g.OH*g.OW > 0 && (g.C <= 16 || g.OH*g.OW <= directFilterMaxArea)
+		g.C > 0 && g.C <= 64 && g.N*g.OH*g.OW > 0
 }
 
 // directFilterMaxArea bounds an output's positions (OH·OW) for the direct
@@ -239,12 +255,13 @@ func filterUnits(g ConvGeom, f int, fn func(i int, u filterUnit)) int {
 
 // convFilterDirect runs Conv2DBackpropFilter as direct tiles and returns
 // true, or returns false (doing nothing) where they do not apply
-// (directFilterOK, float32, not on bfloat16). Each unit sums its positions
+// (directFilterOK, or directFilterCan when forced; float32, not on
+// bfloat16). Each unit sums its positions
 // image by image, row by row, on one thread: the result does not depend on
 // the threads.
-func convFilterDirect[T Float](p *Pool, dfilter, x, dy []T, g ConvGeom, f int, bf16 bool) bool {
+func convFilterDirect[T Float](p *Pool, dfilter, x, dy []T, g ConvGeom, f int, bf16, forced bool) bool {
 	d32, ok := any(dfilter).([]float32)
-	if !ok || bf16 || !directFilterOK(g, f) {
+	if !ok || bf16 || (forced && !directFilterCan(g, f)) || (!forced && !directFilterOK(g, f)) {
 		return false
 	}
 	units := filterUnits(g, f, nil)

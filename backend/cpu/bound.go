@@ -38,12 +38,17 @@ type Bound struct {
 	// pool runs the kernels that split over threads: the backend's own
 	// (see Target)
 	pool *kernels.Pool
+
+	// choices picks a float32 convolution's algorithm (choose.go; nil: the
+	// rule); pending is its measurement still to run, set by the binder
+	choices *Choices
+	pending *pending
 }
 
 // bind binds b to in over bufs, the bytes of every buffer of the program,
 // and takes its kernel from the table. comm runs its collectives.
-func bind(b *Bound, in *compile.Instr, bufs [][]byte, comm runtime.Collective, pool *kernels.Pool) error {
-	*b = Bound{Comm: comm, Instr: in, out: bufs[in.Out], in: make([][]byte, len(in.In)), pool: pool}
+func bind(b *Bound, in *compile.Instr, bufs [][]byte, comm runtime.Collective, pool *kernels.Pool, choices *Choices) error {
+	*b = Bound{Comm: comm, Instr: in, out: bufs[in.Out], in: make([][]byte, len(in.In)), pool: pool, choices: choices}
 	if in.Work >= 0 && in.Work < len(bufs) {
 		b.work = bufs[in.Work]
 	}

@@ -13,9 +13,9 @@ import (
 // operands into the engine's scratch; Conv2D with dilation or groups runs
 // the same kernels, which pick the general path from the geometry.
 func init() {
-	register(graph.OpConv2D, convKernel(kernels.Conv2DOn[float32], kernels.Conv2DBF16On, kernels.Conv2DOn[float64]))
-	register(graph.OpConv2DBackpropInput, convKernel(kernels.Conv2DBackpropInputOn[float32], kernels.Conv2DBackpropInputBF16On, kernels.Conv2DBackpropInputOn[float64]))
-	register(graph.OpConv2DBackpropFilter, convKernel(kernels.Conv2DBackpropFilterOn[float32], kernels.Conv2DBackpropFilterBF16On, kernels.Conv2DBackpropFilterOn[float64]))
+	register(graph.OpConv2D, convKernel(kernels.ConvForward, kernels.Conv2DBF16On, kernels.Conv2DOn[float64]))
+	register(graph.OpConv2DBackpropInput, convKernel(kernels.ConvInputGrad, kernels.Conv2DBackpropInputBF16On, kernels.Conv2DBackpropInputOn[float64]))
+	register(graph.OpConv2DBackpropFilter, convKernel(kernels.ConvFilterGrad, kernels.Conv2DBackpropFilterBF16On, kernels.Conv2DBackpropFilterOn[float64]))
 	register(graph.OpMaxPool2D, kernel{bind: floats(bindPool(kernels.MaxPool2DOn[float32]), bindPool(kernels.MaxPool2DOn[float64]))})
 	register(graph.OpAvgPool2D, kernel{bind: floats(bindPool(onOne(kernels.AvgPool2D[float32])), bindPool(onOne(kernels.AvgPool2D[float64])))})
 	register(graph.OpAvgPool2DGrad, kernel{bind: floats(bindPool(onOne(kernels.AvgPool2DGrad[float32])), bindPool(onOne(kernels.AvgPool2DGrad[float64])))})
@@ -29,13 +29,13 @@ type convFunc[T kernels.Float] func(p *kernels.Pool, dst, x, filter, work []T, g
 // convKernel is the kernel of a convolution or gradient: f32 or, with
 // bfloat16 operands, bf16; f64; the im2col workspace and the packing
 // scratch.
-func convKernel(f32, bf16 convFunc[float32], f64 convFunc[float64]) kernel {
+func convKernel(kind kernels.ConvKind, bf16 convFunc[float32], f64 convFunc[float64]) kernel {
 	return kernel{
 		bind: floats(func(b *Bound) func() error {
 			if b.Window.BF16 {
 				return bindConv(b, bf16)
 			}
-			return bindConv(b, f32)
+			return bindConvChosen(b, kind)
 		}, func(b *Bound) func() error { return bindConv(b, f64) }),
 		lower: func(t *Target, it *compile.Instr) int64 { return convWorkspace(kernels.ConvGeom(it.Window.Geom), it) },
 		scratch: func(it *compile.Instr) int {
@@ -49,6 +49,22 @@ func bindConv[T kernels.Float](b *Bound, conv convFunc[T]) func() error {
 	g, f, p := kernels.ConvGeom(b.Window.Geom), b.Window.F, b.pool
 	return func() error {
 		conv(p, dst, x, y, work, g, f)
+		return nil
+	}
+}
+
+// bindConvChosen binds a float32 convolution product of kind with its
+// products in float32, its algorithm picked by b.choices (choose.go): at
+// once, or by a measurement BindHost runs once every instruction is bound
+// (b.pending).
+func bindConvChosen(b *Bound, kind kernels.ConvKind) func() error {
+	dst, x, y, work := tensor.As[float32](b.out), tensor.As[float32](b.in[0]), tensor.As[float32](b.in[1]), tensor.As[float32](b.work)
+	g, f, p := kernels.ConvGeom(b.Window.Geom), b.Window.F, b.pool
+	algo := new(kernels.ConvAlgo)
+	run := func(a kernels.ConvAlgo) { kernels.ConvOn(p, kind, a, dst, x, y, work, g, f) }
+	b.pending = b.choices.pick(b, kind, algo, run)
+	return func() error {
+		kernels.ConvOn(p, kind, *algo, dst, x, y, work, g, f)
 		return nil
 	}
 }

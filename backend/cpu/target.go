@@ -25,6 +25,7 @@ type Target struct {
 	threads int
 	once    sync.Once
 	pool    *kernels.Pool // made when a program is first bound
+	choices *Choices      // nil: ChoicesFromEnv
 }
 
 var _ runtime.Backend = (*Target)(nil)
@@ -114,7 +115,7 @@ func (t *Target) Scratch(instrs []compile.Instr) int64 {
 // Evaluate runs it over host buffers.
 func (t *Target) Evaluate(it *compile.Instr, bufs [][]byte) error {
 	var b Bound
-	if err := bind(&b, it, bufs, nil, serial); err != nil {
+	if err := bind(&b, it, bufs, nil, serial, nil); err != nil {
 		return err
 	}
 	return b.Run()
@@ -142,11 +143,22 @@ func (t *Target) BindHost(p *compile.Program, bufs []runtime.Span, scratch runti
 	for i, s := range bufs {
 		views[i] = s.Bytes()
 	}
+	choices, err := t.Choices()
+	if err != nil {
+		return nil, err
+	}
+	if err := choices.load(); err != nil {
+		return nil, err
+	}
 	pool, threads := t.Pool(), t.threads
 	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs)), pool: pool}
+	var todo []*pending
 	for i := range p.Instrs {
-		if err := bind(&r.bound[i], &p.Instrs[i], views, comm, pool); err != nil {
+		if err := bind(&r.bound[i], &p.Instrs[i], views, comm, pool, choices); err != nil {
 			return nil, fmt.Errorf("binding %q: %w", p.Name, err)
+		}
+		if pd := r.bound[i].pending; pd != nil {
+			todo, r.bound[i].pending = append(todo, pd), nil
 		}
 	}
 	if b := scratch.Bytes(); len(b) > 0 && threads > 0 {
@@ -155,8 +167,29 @@ func (t *Target) BindHost(p *compile.Program, bufs []runtime.Span, scratch runti
 		}
 	}
 	link(r.bound)
+	if len(todo) > 0 {
+		if r.scratch != nil {
+			pool.SetScratch(r.scratch)
+		}
+		if err := choices.measure(p, todo); err != nil {
+			return nil, fmt.Errorf("binding %q: %w", p.Name, err)
+		}
+	}
 	return r, nil
 }
+
+// Choices returns how the backend picks convolution algorithms: what
+// SetChoices set, else the process's (ChoicesFromEnv).
+func (t *Target) Choices() (*Choices, error) {
+	if t.choices != nil {
+		return t.choices, nil
+	}
+	return ChoicesFromEnv()
+}
+
+// SetChoices sets how the backend picks convolution algorithms for the
+// programs bound from now on.
+func (t *Target) SetChoices(c *Choices) { t.choices = c }
 
 // CopyIn copies src into dst (host memory both).
 func (t *Target) CopyIn(dst runtime.Span, src []byte) error { copy(dst.Bytes(), src); return nil }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/profile"
@@ -94,7 +95,20 @@ func (r *trainRun) result(t *train.Trainer, h *train.History) (string, error) {
 		"optstate_bytes", t.Engine().Ledger().LiveBy(mem.OptState),
 		"allreduce_s", fmt.Sprintf("%.3f", h.AllReduceSeconds), "allreduce_wait_s", fmt.Sprintf("%.3f", h.AllReduceWaitSeconds),
 		"val_loss", fmt.Sprintf("%.6f", valLoss), "val_acc", fmt.Sprintf("%.4f", acc))
+	f = append(f, kernelFields()...)
 	return resultLine(f...), nil
+}
+
+// kernelFields are the RESULT line's words on how convolution algorithms
+// were picked (backend/cpu's HEADROOM_KERNELS): the mode, the seconds
+// spent measuring and the shapes timed.
+func kernelFields() []any {
+	c, err := cpu.ChoicesFromEnv()
+	if err != nil {
+		return nil
+	}
+	spent, timed := c.Spent()
+	return []any{"kernels", c.Mode(), "kernel_choice_s", fmt.Sprintf("%.3f", spent.Seconds()), "kernel_shapes_timed", timed}
 }
 
 // resultLine formats key, value pairs as a RESULT line: "RESULT k=v ...".

@@ -1,0 +1,362 @@
+package cpu
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/internal/atomicfile"
+	"github.com/headroom-ml/headroom/kernels"
+)
+
+// How a float32 convolution's algorithm is picked (kernels.ConvAlgos: the
+// direct register tiles or im2col's packed product, for the forward
+// product and each gradient). The algorithms sum in different orders, so
+// the choice changes the last bits of a result, never the plan: every
+// algorithm runs in the workspace and scratch the plan already holds
+// (im2col's, the larger), so planned == measured whatever is chosen.
+//
+//   - "rule" (the default): the built-in rule of thumb (kernels.ConvAuto).
+//     Two runs of one command give the same bits on any machine.
+//   - "measure": each convolution shape in a program is timed once, before
+//     step 1, with every algorithm that can run it, on the program's own
+//     buffers, and the fastest kept. Choices are kept in a file per
+//     machine (the CPU model, the threads and the shape are its key), so
+//     a second run of the same plan times nothing, and a run given a file
+//     picks what the file says: copy the file to pin the choices on every
+//     machine of that CPU model. Like cudnn.benchmark in PyTorch, this is
+//     not the default, because a shape measured afresh on a noisy machine
+//     may pick another algorithm and so other last bits.
+//   - "direct" or "im2col": that algorithm wherever it can run (tests force
+//     each candidate so).
+//
+// HEADROOM_KERNELS sets the mode of every backend in the process;
+// HEADROOM_KERNEL_CACHE names the file (default: the user's cache
+// directory, headroom/kernel-choices.tsv).
+
+// Choices picks convolution algorithms for a backend. Its methods are safe
+// for concurrent use.
+type Choices struct {
+	mode  string           // rule, measure, direct or im2col
+	force kernels.ConvAlgo // direct or im2col
+	file  string           // measure: the choices' file ("": kept in memory only)
+	cpu   string           // the CPU model, the key's first part
+
+	mu     sync.Mutex
+	loaded bool
+	table  map[string]choice // by key: what the file holds and what was measured
+	spent  time.Duration     // measuring, over every program bound
+	timed  int               // shapes measured
+}
+
+// choice is one line of the file.
+type choice struct {
+	algo  kernels.ConvAlgo
+	times string // what each candidate took, for the reader: "direct=1.2ms,im2col=2.3ms"
+}
+
+// NewChoices returns the choices of mode ("rule", "measure", "direct" or
+// "im2col") with file the measured choices' file ("" keeps them in memory).
+func NewChoices(mode, file string) (*Choices, error) {
+	c := &Choices{mode: mode, file: file, cpu: cpuModel(), table: map[string]choice{}}
+	switch mode {
+	case "", "rule":
+		c.mode = "rule"
+	case "measure":
+	case "direct", "im2col":
+		c.force, _ = kernels.ParseConvAlgo(mode)
+	default:
+		return nil, fmt.Errorf("kernel choice %q: want rule, measure, direct or im2col", mode)
+	}
+	return c, nil
+}
+
+var (
+	envChoicesOnce sync.Once
+	envChoices     *Choices
+	envChoicesErr  error
+)
+
+// ChoicesFromEnv returns the process's choices: HEADROOM_KERNELS's mode
+// and HEADROOM_KERNEL_CACHE's file, made once.
+func ChoicesFromEnv() (*Choices, error) {
+	envChoicesOnce.Do(func() {
+		file := os.Getenv("HEADROOM_KERNEL_CACHE")
+		if file == "" {
+			if dir, err := os.UserCacheDir(); err == nil {
+				file = filepath.Join(dir, "headroom", "kernel-choices.tsv")
+			}
+		}
+		envChoices, envChoicesErr = NewChoices(os.Getenv("HEADROOM_KERNELS"), file)
+		if envChoicesErr != nil {
+			envChoicesErr = fmt.Errorf("HEADROOM_KERNELS: %w", envChoicesErr)
+		}
+	})
+	return envChoices, envChoicesErr
+}
+
+// Mode returns the choices' mode.
+func (c *Choices) Mode() string { return c.mode }
+
+// Spent returns how long measuring took and how many shapes were timed,
+// over every program bound with c.
+func (c *Choices) Spent() (time.Duration, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spent, c.timed
+}
+
+// Table returns every choice made or read for this CPU model, as "key
+// algo" lines in key order (for reports and tests).
+func (c *Choices) Table() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k, v := range c.table {
+		if strings.HasPrefix(k, c.cpu+"\t") {
+			out = append(out, strings.TrimPrefix(k, c.cpu+"\t")+"\t"+v.algo.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// convKey is a convolution product's key: the CPU model, the threads, the
+// kind, the geometry and the filters.
+func (c *Choices) convKey(threads int, kind kernels.ConvKind, g kernels.ConvGeom, f int) string {
+	return fmt.Sprintf("%s\t%d\t%v\t%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\t%d", c.cpu, threads, kind,
+		g.N, g.H, g.W, g.C, g.KH, g.KW, g.SH, g.SW, g.PadTop, g.PadLeft, g.OH, g.OW, f)
+}
+
+// pending is a bound convolution whose algorithm is still to be measured.
+type pending struct {
+	b      *Bound
+	kind   kernels.ConvKind
+	key    string
+	algos  []kernels.ConvAlgo
+	run    func(kernels.ConvAlgo) // runs the bound product with an algorithm
+	target *kernels.ConvAlgo      // where the choice goes
+}
+
+// pick sets *algo for a bound float32 convolution product and returns a
+// pending measurement, or nil where nothing is left to measure (the file
+// was read before binding: load).
+func (c *Choices) pick(b *Bound, kind kernels.ConvKind, algo *kernels.ConvAlgo, run func(kernels.ConvAlgo)) *pending {
+	g, f := kernels.ConvGeom(b.Window.Geom), b.Window.F
+	algos := kernels.ConvAlgos(kind, g, f)
+	*algo = kernels.ConvAuto
+	switch {
+	case c == nil || c.mode == "rule" || len(algos) < 2:
+		return nil
+	case c.mode != "measure":
+		for _, a := range algos {
+			if a == c.force {
+				*algo = a
+			}
+		}
+		return nil
+	}
+	key := c.convKey(b.pool.Threads(), kind, g, f)
+	c.mu.Lock()
+	got, ok := c.table[key]
+	c.mu.Unlock()
+	if ok {
+		*algo = got.algo
+		return nil
+	}
+	return &pending{b: b, kind: kind, key: key, algos: algos, run: run, target: algo}
+}
+
+// measure times each pending product with each of its algorithms on its
+// own buffers (the pool's scratch set), keeps the fastest, and saves the
+// file once. Only a product whose output and workspace are the arena's
+// temporaries is run: at a re-plan in the middle of a run, variables and
+// outputs hold what must not be overwritten (such a product keeps the
+// rule).
+func (c *Choices) measure(p *compile.Program, todo []*pending) error {
+	if len(todo) == 0 {
+		return nil
+	}
+	start := time.Now()
+	added := 0
+	for _, t := range todo {
+		it := t.b.Instr
+		if !temporary(p, it.Out) || !temporary(p, it.Work) {
+			continue
+		}
+		c.mu.Lock()
+		got, ok := c.table[t.key] // another program of this run may have timed the shape
+		c.mu.Unlock()
+		if !ok {
+			got = timeAlgos(t)
+			c.mu.Lock()
+			c.table[t.key] = got
+			c.timed++
+			c.mu.Unlock()
+			added++
+		}
+		*t.target = got.algo
+	}
+	c.mu.Lock()
+	c.spent += time.Since(start)
+	c.mu.Unlock()
+	if added == 0 || c.file == "" {
+		return nil
+	}
+	return c.save()
+}
+
+// temporary reports whether buffer id of p is an arena temporary.
+func temporary(p *compile.Program, id int) bool {
+	return p.Plan != nil && id >= 0 && id < len(p.Plan.Buffers) && p.Plan.Buffers[id].Kind == compile.KindArena
+}
+
+// timeAlgos runs t with each algorithm: once to warm, then the best of up
+// to three runs (fewer once the runs have taken 50 ms), and returns the
+// fastest.
+func timeAlgos(t *pending) choice {
+	best, bestAlgo := time.Duration(1<<62), t.algos[0]
+	var times []string
+	for _, a := range t.algos {
+		t.run(a)
+		fastest, total := time.Duration(1<<62), time.Duration(0)
+		for i := 0; i < 3 && total < 50*time.Millisecond; i++ {
+			s := time.Now()
+			t.run(a)
+			d := time.Since(s)
+			fastest, total = min(fastest, d), total+d
+		}
+		times = append(times, fmt.Sprintf("%v=%v", a, fastest.Round(time.Microsecond)))
+		if fastest < best {
+			best, bestAlgo = fastest, a
+		}
+	}
+	return choice{algo: bestAlgo, times: strings.Join(times, ",")}
+}
+
+// choicesHeader is the file's first line.
+const choicesHeader = "# headroom kernel choices v1: cpu, threads, product, N,H,W,C,KH,KW,SH,SW,PadTop,PadLeft,OH,OW, filters, algorithm, times"
+
+// load reads the file once when measuring (a missing file is an empty
+// one).
+func (c *Choices) load() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded || c.file == "" || c.mode != "measure" {
+		return nil
+	}
+	f, err := os.Open(c.file)
+	if os.IsNotExist(err) {
+		c.loaded = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("kernel choices: %w", err)
+	}
+	defer f.Close()
+	table, err := parseChoices(f)
+	if err != nil {
+		return fmt.Errorf("kernel choices %s: %w (remove the file to measure afresh)", c.file, err)
+	}
+	for k, v := range table {
+		c.table[k] = v
+	}
+	c.loaded = true
+	return nil
+}
+
+// parseChoices reads the file's lines: the header, then one choice a line
+// of 7 tab-separated fields.
+func parseChoices(r io.Reader) (map[string]choice, error) {
+	table := map[string]choice{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		s := sc.Text()
+		if line == 1 {
+			if s != choicesHeader {
+				return nil, fmt.Errorf("line 1: not a headroom kernel choices file (want %q)", choicesHeader)
+			}
+			continue
+		}
+		if s == "" {
+			continue
+		}
+		f := strings.Split(s, "\t")
+		if len(f) != 7 {
+			return nil, fmt.Errorf("line %d: %d fields, want 7", line, len(f))
+		}
+		if n, err := strconv.Atoi(f[1]); err != nil || n < 1 {
+			return nil, fmt.Errorf("line %d: threads %q", line, f[1])
+		}
+		if g := strings.Split(f[3], ","); len(g) != 12 || !allInts(append(g, f[4])) {
+			return nil, fmt.Errorf("line %d: geometry %q and filters %q: want 12 and 1 integers", line, f[3], f[4])
+		}
+		a, err := kernels.ParseConvAlgo(f[5])
+		if err != nil || a == kernels.ConvAuto {
+			return nil, fmt.Errorf("line %d: algorithm %q (want direct or im2col)", line, f[5])
+		}
+		table[strings.Join(f[:5], "\t")] = choice{algo: a, times: f[6]}
+	}
+	return table, sc.Err()
+}
+
+func allInts(s []string) bool {
+	for _, v := range s {
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// save writes every choice to the file, atomically.
+func (c *Choices) save() error {
+	c.mu.Lock()
+	keys := make([]string, 0, len(c.table))
+	for k := range c.table {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(choicesHeader + "\n")
+	for _, k := range keys {
+		v := c.table[k]
+		fmt.Fprintf(&b, "%s\t%v\t%s\n", k, v.algo, v.times)
+	}
+	c.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(c.file), 0o755); err != nil {
+		return fmt.Errorf("kernel choices: %w", err)
+	}
+	err := atomicfile.WriteFile(atomicfile.OS, c.file, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("kernel choices: %w", err)
+	}
+	return nil
+}
+
+// cpuModel returns the CPU's model name from /proc/cpuinfo (tabs made
+// spaces), or "unknown".
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.ReplaceAll(strings.TrimSpace(v), "\t", " ")
+		}
+	}
+	return "unknown"
+}

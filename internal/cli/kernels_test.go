@@ -1,0 +1,90 @@
+package cli_test
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Each convolution algorithm the backend can pick, forced in turn and then
+// measured, trains the cnn and the ResNet with planned == measured and the
+// rule's losses (within float32 rounding through 6 steps of Adam); a
+// measured run writes its choices, and a second run of the same plan reads
+// them and times nothing; a damaged choices file is refused before step 1,
+// naming the file and line.
+func TestKernelChoices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds headroom and trains 10 short runs")
+	}
+	bin := buildHeadroom(t)
+	cache := filepath.Join(t.TempDir(), "choices.tsv")
+	train := func(model, mode string) (map[string]string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, "train", "--model", model, "--dataset", "synthetic", "--epochs", "1", "--max-steps", "6",
+			"--batch", "32", "--threads", "2", "--quiet", "--seed", "3")
+		cmd.Env = append(os.Environ(), "HEADROOM_KERNELS="+mode, "HEADROOM_KERNEL_CACHE="+cache)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return nil, errb.String() + err.Error()
+		}
+		return result(t, out.String()), ""
+	}
+	for _, model := range []string{"cnn", "resnet"} {
+		os.Remove(cache)
+		base, msg := train(model, "rule")
+		if base == nil {
+			t.Fatalf("%s rule: %s", model, msg)
+		}
+		want, _ := strconv.ParseFloat(base["final_loss"], 64)
+		for _, mode := range []string{"direct", "im2col", "measure", "measure"} {
+			r, msg := train(model, mode)
+			if r == nil {
+				t.Fatalf("%s %s: %s", model, mode, msg)
+			}
+			if r["planned_peak_bytes"] != r["measured_peak_bytes"] || r["planned_peak_bytes"] != base["planned_peak_bytes"] {
+				t.Errorf("%s %s: planned %s, measured %s; the rule's plan %s: want all equal", model, mode,
+					r["planned_peak_bytes"], r["measured_peak_bytes"], base["planned_peak_bytes"])
+			}
+			got, _ := strconv.ParseFloat(r["final_loss"], 64)
+			if d := math.Abs(got-want) / want; !(d < 1e-3) {
+				t.Errorf("%s %s: final loss %v, the rule's %v (relative %.2g)", model, mode, got, want, d)
+			}
+			if r["kernels"] != mode {
+				t.Errorf("%s %s: RESULT kernels=%s", model, mode, r["kernels"])
+			}
+			t.Logf("%s %s: final loss %s, choosing %ss, shapes timed %s", model, mode, r["final_loss"], r["kernel_choice_s"], r["kernel_shapes_timed"])
+		}
+	}
+	// the second measured run of each model read the file: check one more
+	// run of the ResNet times nothing, and that the file names both models'
+	// shapes
+	r, msg := train("resnet", "measure")
+	if r == nil {
+		t.Fatalf("resnet measure again: %s", msg)
+	}
+	if r["kernel_shapes_timed"] != "0" {
+		t.Errorf("a run of a plan already measured timed %s shapes, want 0", r["kernel_shapes_timed"])
+	}
+	b, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(b), "\n"); lines < 10 {
+		t.Errorf("choices file has %d lines:\n%s", lines, b)
+	}
+	if err := os.WriteFile(cache, append(b, "x\ty\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, msg := train("cnn", "measure"); r != nil || !strings.Contains(msg, cache) || !strings.Contains(msg, "line ") {
+		t.Errorf("a damaged choices file: got %v, %q; want a refusal naming %s and the line", r, msg, cache)
+	}
+	if r, msg := train("cnn", "winograd"); r != nil || !strings.Contains(msg, "HEADROOM_KERNELS") {
+		t.Errorf("HEADROOM_KERNELS=winograd: got %v, %q; want a refusal naming the variable", r, msg)
+	}
+}

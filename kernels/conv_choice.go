@@ -1,0 +1,100 @@
+package kernels
+
+import "fmt"
+
+// ConvAlgo names how a float32 convolution (or one of its gradients) runs.
+// Every algorithm computes the same sums within float32 rounding, but not
+// in the same order: the direct tiles sum each output's taps, and per tap
+// its channels, in order; im2col's products block the taps and channels
+// together. A run that must give the same bits as another must run the
+// same algorithms (the CPU backend's choice cache pins them).
+type ConvAlgo uint8
+
+const (
+	// ConvAuto is the built-in rule: the direct tiles wherever they apply
+	// (for the filter gradient, past 16 input channels only on outputs of
+	// at most 14x14 positions, a threshold measured on a Zen 4).
+	ConvAuto ConvAlgo = iota
+	// ConvDirect is the direct register tiles (vision_direct.go).
+	ConvDirect
+	// ConvIm2col lowers windows to rows and multiplies them as one packed
+	// product (jobs.go; conv.go's chunks in float64).
+	ConvIm2col
+)
+
+var convAlgoNames = [...]string{ConvAuto: "auto", ConvDirect: "direct", ConvIm2col: "im2col"}
+
+func (a ConvAlgo) String() string {
+	if int(a) < len(convAlgoNames) {
+		return convAlgoNames[a]
+	}
+	return fmt.Sprintf("ConvAlgo(%d)", a)
+}
+
+// ParseConvAlgo parses a ConvAlgo's name ("auto", "direct", "im2col").
+func ParseConvAlgo(s string) (ConvAlgo, error) {
+	for a, n := range convAlgoNames {
+		if n == s {
+			return ConvAlgo(a), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown convolution algorithm %q (want auto, direct or im2col)", s)
+}
+
+// ConvKind is one of a convolution's three products.
+type ConvKind uint8
+
+const (
+	ConvForward    ConvKind = iota // Conv2D: y from x and the filter
+	ConvInputGrad                  // Conv2DBackpropInput: dx from dy and the filter
+	ConvFilterGrad                 // Conv2DBackpropFilter: dfilter from x and dy
+)
+
+var convKindNames = [...]string{ConvForward: "conv2d", ConvInputGrad: "conv2d_input_grad", ConvFilterGrad: "conv2d_filter_grad"}
+
+func (k ConvKind) String() string {
+	if int(k) < len(convKindNames) {
+		return convKindNames[k]
+	}
+	return fmt.Sprintf("ConvKind(%d)", k)
+}
+
+// ConvAlgos returns the algorithms that can run a float32 convolution
+// product of kind with geometry g and f filters, its products in float32
+// (not bfloat16): ConvDirect and ConvIm2col where the direct tiles can take
+// it, else ConvIm2col alone. Dilated and grouped convolutions have one
+// path of their own (nil).
+func ConvAlgos(kind ConvKind, g ConvGeom, f int) []ConvAlgo {
+	if g.General() {
+		return nil
+	}
+	direct := false
+	switch kind {
+	case ConvForward:
+		direct = directConvOK(g, f)
+	case ConvInputGrad:
+		_, direct = directInputGeom(g, f)
+	case ConvFilterGrad:
+		direct = directFilterCan(g, f)
+	}
+	if direct {
+		return []ConvAlgo{ConvDirect, ConvIm2col}
+	}
+	return []ConvAlgo{ConvIm2col}
+}
+
+// ConvOn runs the float32 convolution product kind with algorithm algo on
+// pool p, as Conv2DOn, Conv2DBackpropInputOn or Conv2DBackpropFilterOn do
+// (dst; a, b: x and the filter, dy and the filter, or x and dy), and
+// returns dst. An algorithm ConvAlgos does not offer for the geometry runs
+// as ConvAuto.
+func ConvOn(p *Pool, kind ConvKind, algo ConvAlgo, dst, a, b, work []float32, g ConvGeom, f int) []float32 {
+	switch kind {
+	case ConvInputGrad:
+		return conv2DInput(p, "Conv2DBackpropInput", dst, a, b, work, g, f, MatMulOn[float32], false, algo)
+	case ConvFilterGrad:
+		return conv2DFilter(p, "Conv2DBackpropFilter", dst, a, b, work, g, f, MatMulOn[float32], false, algo)
+	default:
+		return conv2D(p, "Conv2D", dst, a, b, work, g, f, MatMulOn[float32], false, algo)
+	}
+}

@@ -1,0 +1,106 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/headroom-ml/headroom/kernels"
+)
+
+// TestConvAlgos runs every algorithm ConvAlgos offers for each product of
+// odd and typical geometries, on 1 to 3 threads, against the naive
+// definitions, so that a measured choice can pick any of them. It includes
+// filter gradients the built-in rule gives to im2col (32 channels on a
+// 16x16 output), which only a forced or measured choice runs direct.
+func TestConvAlgos(t *testing.T) {
+	geoms := []struct{ n, h, w, c, k, s, pad, f int }{
+		{2, 16, 16, 32, 3, 1, 1, 32}, // filter gradient past the rule's area
+		{3, 7, 9, 16, 3, 1, 1, 16},
+		{2, 9, 7, 16, 3, 2, 1, 32}, // stride 2: input gradient im2col only
+		{1, 5, 5, 64, 1, 1, 0, 16}, // 1x1
+		{2, 6, 6, 4, 5, 1, 2, 16},  // few channels, wide window
+		{1, 8, 8, 3, 3, 1, 1, 16},  // a stem: 3 channels
+	}
+	r := rand.New(rand.NewSource(7))
+	for _, c := range geoms {
+		oh, ow := (c.h+2*c.pad-c.k)/c.s+1, (c.w+2*c.pad-c.k)/c.s+1
+		g := kernels.ConvGeom{N: c.n, H: c.h, W: c.w, C: c.c, KH: c.k, KW: c.k, SH: c.s, SW: c.s, PadTop: c.pad, PadLeft: c.pad, OH: oh, OW: ow}
+		x, w, dy := randoms(r, c.n*c.h*c.w*c.c), randoms(r, c.k*c.k*c.c*c.f), randoms(r, c.n*oh*ow*c.f)
+		y64 := naiveConv(widen(x), widen(w), g, c.f)
+		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, c.f)
+		work := make([]float32, g.Im2ColSize(c.n)+len(w))
+		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
+			want, a, b, n := y64, x, w, len(dy)
+			switch kind {
+			case kernels.ConvInputGrad:
+				want, a, b, n = dx64, dy, w, len(x)
+			case kernels.ConvFilterGrad:
+				want, a, b, n = dw64, x, dy, len(w)
+			}
+			algos := kernels.ConvAlgos(kind, g, c.f)
+			if len(algos) == 0 || algos[len(algos)-1] != kernels.ConvIm2col {
+				t.Fatalf("%+v %v: algorithms %v, want im2col among them", c, kind, algos)
+			}
+			for _, algo := range algos {
+				for threads := 1; threads <= 3; threads++ {
+					name := fmt.Sprintf("%dx%dx%d/c%d/k%d/s%d/f%d/%v/%v/t%d", c.n, c.h, c.w, c.c, c.k, c.s, c.f, kind, algo, threads)
+					p := kernels.NewPool(threads)
+					got := kernels.ConvOn(p, kind, algo, make([]float32, n), a, b, work, g, c.f)
+					p.Close()
+					if err := closeTo(got, want, 1e-4); err != nil {
+						t.Errorf("%s: %v", name, err)
+					}
+				}
+			}
+		}
+	}
+	// the filter gradient above the rule's area is a real choice
+	g := kernels.ConvGeom{N: 2, H: 16, W: 16, C: 32, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 16, OW: 16}
+	if got := kernels.ConvAlgos(kernels.ConvFilterGrad, g, 32); len(got) != 2 {
+		t.Errorf("filter gradient of %+v: algorithms %v, want direct and im2col", g, got)
+	}
+}
+
+func randoms(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = r.Float32()*2 - 1
+	}
+	return v
+}
+
+func widen(v []float32) []float64 {
+	w := make([]float64, len(v))
+	for i, x := range v {
+		w[i] = float64(x)
+	}
+	return w
+}
+
+// closeTo reports the first element of got more than tol (relative to
+// want's largest magnitude) from want.
+func closeTo(got []float32, want []float64, tol float64) error {
+	scale := 1e-30
+	for _, w := range want {
+		scale = max(scale, math.Abs(w))
+	}
+	for i := range want {
+		if d := math.Abs(float64(got[i])-want[i]) / scale; !(d <= tol) {
+			return fmt.Errorf("element %d: got %g, want %g (relative %.2g)", i, got[i], want[i], d)
+		}
+	}
+	return nil
+}
+
+func TestParseConvAlgo(t *testing.T) {
+	for _, a := range []kernels.ConvAlgo{kernels.ConvAuto, kernels.ConvDirect, kernels.ConvIm2col} {
+		if got, err := kernels.ParseConvAlgo(a.String()); err != nil || got != a {
+			t.Errorf("ParseConvAlgo(%q) = %v, %v", a, got, err)
+		}
+	}
+	if _, err := kernels.ParseConvAlgo("winograd"); err == nil {
+		t.Error("ParseConvAlgo(winograd): no error")
+	}
+}
