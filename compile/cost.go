@@ -14,11 +14,21 @@ func (p *Program) Cost() (flops, bytes float64) {
 		for _, b := range in.In {
 			bytes += float64(p.Plan.Buffers[b].Bytes)
 		}
-		if f := lowerings[in.Op].flops; f != nil {
-			flops += f(in, out)
-		} else {
-			flops += out
-		}
+		flops += p.instrFlops(in, out)
 	}
 	return flops, bytes
+}
+
+// InstrFlops estimates the floating-point operations of instruction i, as
+// Cost counts them.
+func (p *Program) InstrFlops(i int) float64 {
+	in := &p.Instrs[i]
+	return p.instrFlops(in, float64(p.Plan.Buffers[in.Out].Shape.Size()))
+}
+
+func (p *Program) instrFlops(in *Instr, out float64) float64 {
+	if f := lowerings[in.Op].flops; f != nil {
+		return f(in, out)
+	}
+	return out
 }

@@ -83,6 +83,16 @@ func ConvAlgos(kind ConvKind, g ConvGeom, f int) []ConvAlgo {
 	return []ConvAlgo{ConvIm2col}
 }
 
+// ConvRule returns the algorithm ConvAuto runs for kind, g and f: what
+// the built-in rule picks.
+func ConvRule(kind ConvKind, g ConvGeom, f int) ConvAlgo {
+	algos := ConvAlgos(kind, g, f)
+	if len(algos) < 2 || (kind == ConvFilterGrad && !directFilterOK(g, f)) {
+		return ConvIm2col
+	}
+	return ConvDirect
+}
+
 // ConvOn runs the float32 convolution product kind with algorithm algo on
 // pool p, as Conv2DOn, Conv2DBackpropInputOn or Conv2DBackpropFilterOn do
 // (dst; a, b: x and the filter, dy and the filter, or x and dy), and

@@ -571,6 +571,39 @@ func (x *Executable) Run() error {
 	return nil
 }
 
+// InstrTimer is a Bound that can time its instructions one by one (the
+// host backend's): RunTimed runs a step as Run does and adds each
+// instruction's time to d[i]; Kernel names the kernel instruction i runs
+// where the backend chose among several ("" elsewhere).
+type InstrTimer interface {
+	RunTimed(d []time.Duration) error
+	Kernel(i int) string
+}
+
+// RunTimed runs one step as Run does, adding each instruction's time to
+// d[i] (len(d) == len(x.Program.Instrs)), and returns the kernel names
+// (InstrTimer.Kernel) by instruction. Backends that cannot time
+// instructions one by one return an error.
+func (x *Executable) RunTimed(d []time.Duration) ([]string, error) {
+	t, ok := x.bound.(InstrTimer)
+	if !ok {
+		return nil, fmt.Errorf("runtime: program %q: the backend does not time instructions one by one", x.Program.Name)
+	}
+	for _, s := range x.stageIn {
+		if err := x.engine.backend.CopyIn(s.device, s.host); err != nil {
+			return nil, fmt.Errorf("runtime: program %q: copying inputs in: %w", x.Program.Name, err)
+		}
+	}
+	if err := t.RunTimed(d); err != nil {
+		return nil, fmt.Errorf("runtime: program %q: %w", x.Program.Name, err)
+	}
+	names := make([]string, len(d))
+	for i := range names {
+		names[i] = t.Kernel(i)
+	}
+	return names, nil
+}
+
 // AllReduceTimes returns, over every run so far, how long the step's
 // started all-reduces took and how long it waited for them (the
 // difference ran behind computation).

@@ -43,6 +43,9 @@ type Bound struct {
 	// rule); pending is its measurement still to run, set by the binder
 	choices *Choices
 	pending *pending
+	// algo is a float32 convolution's algorithm (nil for other
+	// instructions): ConvAuto runs the rule
+	algo *kernels.ConvAlgo
 }
 
 // bind binds b to in over bufs, the bytes of every buffer of the program,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 )
 
@@ -33,6 +34,44 @@ func (p *program) Run() error {
 		}
 	}
 	return nil
+}
+
+// RunTimed runs the program as Run does and adds each instruction's time
+// to d[i] (len(d) == the instructions). It allocates nothing.
+func (p *program) RunTimed(d []time.Duration) error {
+	if len(d) != len(p.bound) {
+		return fmt.Errorf("cpu: RunTimed of %q: %d durations for %d instructions", p.name, len(d), len(p.bound))
+	}
+	if p.scratch != nil {
+		p.pool.SetScratch(p.scratch)
+	}
+	for i := range p.bound {
+		s := time.Now()
+		err := p.bound[i].run()
+		d[i] += time.Since(s)
+		if err != nil {
+			if aerr := abandon(p.bound); aerr != nil {
+				err = fmt.Errorf("%w (and completing the all-reduces in flight: %w)", err, aerr)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Kernel names the kernel instruction i runs where there is a choice: a
+// float32 convolution's algorithm ("direct", "im2col"); "" elsewhere.
+func (p *program) Kernel(i int) string {
+	b := &p.bound[i]
+	if b.algo == nil {
+		return ""
+	}
+	if *b.algo != kernels.ConvAuto {
+		return b.algo.String()
+	}
+	kind := map[graph.Op]kernels.ConvKind{graph.OpConv2D: kernels.ConvForward,
+		graph.OpConv2DBackpropInput: kernels.ConvInputGrad, graph.OpConv2DBackpropFilter: kernels.ConvFilterGrad}[b.Op]
+	return kernels.ConvRule(kind, kernels.ConvGeom(b.Window.Geom), b.Window.F).String()
 }
 
 // AllReduceTimes returns how long the program's all-reduces took and how

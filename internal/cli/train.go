@@ -23,6 +23,7 @@ import (
 // plan, the data flags and the fit flags.
 type trainFlags struct {
 	ckpt, csv, save, cpuProfile, bucketSize string
+	instrProfile                            string
 	every, maxSteps                         int64
 	resume, quiet, strict, shard            bool
 	fitBudget, allowPrecision, followLimit  bool
@@ -39,6 +40,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.save, "save", "", "write the model to this safetensors file: its weights and, in the metadata, its architecture and preprocessing (headroom predict, evaluate, export and generate read it); a name ending in .keras writes a Keras 3 archive")
 	fs.DurationVar(&f.rankTimeout, "rank-timeout", 60*time.Second, "under mpirun: how long a collective may wait for the other processes before the job fails naming the missing rank")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of training to this file (go tool pprof)")
+	fs.StringVar(&f.instrProfile, "instr-profile", "", "after training, time every instruction of the training step (5 more runs of the last batch) and write a table of each one's op, owner, shape, kernel, time and GFLOP/s to this file")
 	fs.BoolVar(&f.strict, "strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
 	fs.BoolVar(&f.shard, "shard-optimizer", false, "under mpirun: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
 	fs.BoolVar(&f.fitBudget, "fit-to-budget", false, "choose micro-batches, recomputation, streaming the data (and, with --allow-precision, 16-bit activations) so the run fits the budget, keeping the effective batch")
@@ -81,7 +83,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return r.stopped(err)
 	}
-	return r.report(t, h)
+	if err := r.report(t, h); err != nil {
+		return err
+	}
+	return r.instrProfile(t, stderr)
 }
 
 // parseTrain parses train's flags.
