@@ -37,6 +37,9 @@ const (
 	keyEpochSeen     = "epoch_seen"        // examples counted
 	keyEpochUpdates  = "epoch_updates"     // updates made
 	dataPositionForm = "epoch %d batch %d" // KeyDataPosition: where the next batch starts
+	// keyOptimizerStepsBefore: the optimizer steps taken before the run
+	// began (ContinueOptimizer), which its bias correction counts on from
+	keyOptimizerStepsBefore = "optimizer_steps_before"
 )
 
 // entries returns every variable as a checkpoint entry. A sharded
@@ -112,6 +115,7 @@ func (t *Trainer) SaveCheckpoint(dir string, keep int) (string, error) {
 		"loss_scale_good_steps":    strconv.Itoa(t.goodSteps),
 		"skipped_steps":            strconv.FormatInt(t.skipped, 10),
 		"batch":                    strconv.Itoa(t.cfg.Batch),
+		keyOptimizerStepsBefore:    strconv.FormatInt(t.optSteps, 10),
 	}
 	path, err := checkpoint.SaveStep(dir, t.step, entries, meta, keep)
 	if err != nil {
@@ -174,6 +178,9 @@ func (t *Trainer) restore(dir string, events *[]Event) (path string, err error) 
 	}
 	if v, err := strconv.ParseInt(meta["skipped_steps"], 10, 64); err == nil {
 		t.skipped = v
+	}
+	if v, err := strconv.ParseInt(meta[keyOptimizerStepsBefore], 10, 64); err == nil && v >= 0 {
+		t.optSteps = v
 	}
 	if err := t.readVariables(path); err != nil {
 		return "", err

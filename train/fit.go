@@ -515,7 +515,7 @@ func (t *Trainer) runStep(pr *program, micro, step int64, lr float64) error {
 	if pr.in.step.DType() == tensor.Int64 {
 		pr.in.step.Int64s()[0] = micro
 	}
-	t.cfg.Optimizer.Feed(step, lr, pr.set)
+	t.cfg.Optimizer.Feed(step+t.optSteps, lr, pr.set)
 	if t.cfg.lossScaling() {
 		pr.set("opt/loss_scale", t.lossScale)
 		pr.set("opt/inv_loss_scale", 1/t.lossScale)

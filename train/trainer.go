@@ -46,6 +46,7 @@ type Trainer struct {
 	goodSteps int
 	skipped   int64
 	step      int64    // optimizer steps done (Fit keeps it)
+	optSteps  int64    // optimizer steps taken before this run (a Keras file's iterations): added to step for the bias correction
 	pos       position // where in the data the run stands (Fit keeps it)
 	// follow is the state of a run with a live budget or several
 	// processes (nil otherwise); origBudget the budget it began under

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
@@ -98,5 +99,44 @@ func (t *Trainer) SetWeight(name string, w tensor.Tensor) error {
 	if err := v.Write(w.Bytes()); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
+	return nil
+}
+
+// ContinueOptimizer loads optimizer state from another framework's file
+// before training starts: slots maps "<variable>/<slot>" (the optimizer's
+// state variables: Adam's "m" and "v", RMSprop's "rms", ...) to values,
+// and steps is how many optimizer steps produced them, which the bias
+// correction counts on from (the learning rate schedule does not: it
+// starts at this run's step 1). Every slot must name a state variable of
+// the run's optimizer, with its shape, and every state variable must get
+// one: otherwise nothing is written and the error says which.
+func (t *Trainer) ContinueOptimizer(slots map[string]tensor.Tensor, steps int64) error {
+	if steps < 0 {
+		return fmt.Errorf("optimizer steps %d: want 0 or more", steps)
+	}
+	want := 0
+	for _, v := range t.engine.Variables() {
+		if v.Role != graph.RoleOptState {
+			continue
+		}
+		want++
+		w, ok := slots[v.Name]
+		if !ok {
+			return fmt.Errorf("the optimizer state has no value for %s", v.Name)
+		}
+		if v.DType != w.DType() || !v.Shape.Equal(w.Shape()) {
+			return fmt.Errorf("optimizer state %s is %s%v, the value %s%v", v.Name, v.DType, v.Shape, w.DType(), w.Shape())
+		}
+	}
+	if want != len(slots) {
+		return fmt.Errorf("%d optimizer state values for the %d state variables of %s", len(slots), want, t.cfg.Optimizer.Name())
+	}
+	for name, w := range slots {
+		v, _ := t.engine.Variable(name)
+		if err := v.Write(w.Bytes()); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	t.optSteps = steps
 	return nil
 }

@@ -185,7 +185,7 @@ func (o *options) kerasStart(w io.Writer, t *train.Trainer) error {
 			fmt.Fprintf(w, "weights: fresh (--keras-weights=false), not %s's\n", o.keras)
 			return nil
 		}
-		return startFromFile(w, o.kf.m, t)
+		return startFromFile(w, o.kf.m, t, o.kf.optimizer != "")
 	}
 	if !o.kerasWeights {
 		return nil

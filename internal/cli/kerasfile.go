@@ -25,12 +25,33 @@ func loadKerasFile(path, config string, opts ...keras.Option) (*keras.Model, err
 
 // startFromFile loads the weights a .keras or .h5 file holds into the
 // trainer's variables before the first step: training fine-tunes them.
-func startFromFile(w io.Writer, m *keras.Model, t *train.Trainer) error {
+// With fileOptimizer (the run trains with the file's optimizer), the
+// optimizer state the file keeps is loaded too, so Adam's moments and its
+// bias correction continue where Keras stopped; where the file's state
+// does not map, the optimizer starts afresh, as Keras' own loading does,
+// and the run says why.
+func startFromFile(w io.Writer, m *keras.Model, t *train.Trainer, fileOptimizer bool) error {
 	if err := keras.LoadFileWeights(m, t.SetWeight); err != nil {
 		return err
 	}
 	f := m.File
 	fmt.Fprintf(w, "weights from %s (%s, Keras %s)\n", f.Path, f.Format, orUnknown(f.KerasVersion))
+	st, why, err := keras.ReadOptimizerState(m)
+	switch {
+	case err != nil:
+		return err
+	case st == nil && why != "":
+		fmt.Fprintf(w, "optimizer state: fresh (%s)\n", why)
+	case st == nil:
+	case !fileOptimizer:
+		fmt.Fprintf(w, "optimizer state: fresh (--optimizer replaces the file's %s)\n", st.Class)
+	default:
+		if err := t.ContinueOptimizer(st.Slots, st.Iterations); err != nil {
+			fmt.Fprintf(w, "optimizer state: fresh (%v)\n", err)
+			return nil
+		}
+		fmt.Fprintf(w, "optimizer state from %s: %s after %d steps\n", f.Path, st.Class, st.Iterations)
+	}
 	return nil
 }
 

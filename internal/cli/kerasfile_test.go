@@ -323,7 +323,7 @@ func preparedDiabetes(t *testing.T) string {
 }
 
 // Acceptance 2 of issue 26: training a .keras file starts from its
-// weights: the first loss is below the same config's from fresh weights
+// weights and its optimizer's state: the first loss is below the same config's from fresh weights
 // (--keras-weights=false), and the plan is what the ledger measures.
 func TestTrainKerasFineTunes(t *testing.T) {
 	file := filepath.Join(kerasFilesDir(), "k3132_diabetes_mlp.keras")
@@ -336,6 +336,10 @@ func TestTrainKerasFineTunes(t *testing.T) {
 		}
 		if loaded := strings.Contains(stdout, "weights from "+file); loaded != (weights == "true") {
 			t.Errorf("--keras-weights=%s: the run says it loaded the file's weights: %v\n%s", weights, loaded, stdout)
+		}
+		// the RMSprop state Keras kept continues too
+		if loaded := strings.Contains(stdout, "optimizer state from "+file+": RMSprop after 860 steps"); loaded != (weights == "true") {
+			t.Errorf("--keras-weights=%s: the run says it loaded the file's optimizer state: %v\n%s", weights, loaded, stdout)
 		}
 		r := result(t, stdout)
 		first[i] = num(t, r, "first_loss")

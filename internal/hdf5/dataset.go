@@ -568,3 +568,16 @@ func (d *Dataset) Float32s() ([]float32, error) {
 	}
 	return out, nil
 }
+
+// Int64s returns an integer dataset's values as int64 (an optimizer's
+// iteration count, which float32 would round past 2^24).
+func (d *Dataset) Int64s() ([]int64, error) {
+	if d.dt.class != classInt {
+		return nil, d.f.unsupportedf(d.addr, "dataset %s holds %s, not integers", d.path, d.DType)
+	}
+	raw, err := d.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	return ints(d.dt, raw), nil
+}

@@ -299,8 +299,14 @@
 // dtype="bfloat16") and float64 weights are converted to float32: layers
 // whose dtype policy is float16, bfloat16, mixed_float16 or
 // mixed_bfloat16 are read as float32 layers, and headroom plans precision
-// itself (--precision). The optimizer's state in a file is not read:
-// training starts with fresh optimizer state.
+// itself (--precision). The optimizer's state a Keras 3 archive keeps
+// (optimizer/vars) is read by ReadOptimizerState for Adam, AdamW, Adamax
+// and RMSprop, and a run training with the file's optimizer continues it
+// (moments and bias correction) where Keras stopped; the layouts and what
+// is not read (legacy .h5 optimizer_weights, SGD's momentum, Adagrad,
+// Nadam, amsgrad, loss-scaled state, models with MultiHeadAttention) are
+// in optstate.go. There the optimizer starts afresh, as Keras does when
+// the saved state does not match, and the run says why.
 //
 // ReadWeights and LoadWeights read the weights a TensorFlow.js model.json
 // lists in its weightsManifest from the shard files beside it: float32

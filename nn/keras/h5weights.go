@@ -81,6 +81,16 @@ func LoadFileWeights(m *Model, write func(name string, w tensor.Tensor) error) e
 }
 
 func (f *File) readWeights(m *Model) (map[string]tensor.Tensor, error) {
+	w, err := f.weightReader(m)
+	if err != nil {
+		return nil, err
+	}
+	return w.out, nil
+}
+
+// weightReader reads every weight of m's file and returns the reader:
+// the values by variable and the order they were read in.
+func (f *File) weightReader(m *Model) (*weightReader, error) {
 	if f.layoutErr != nil {
 		return nil, f.layoutErr
 	}
@@ -111,7 +121,7 @@ func (f *File) readWeights(m *Model) (map[string]tensor.Tensor, error) {
 		sort.Strings(missing)
 		return nil, fmt.Errorf("the file has no weight for %s", strings.Join(missing, ", "))
 	}
-	return w.out, nil
+	return w, nil
 }
 
 // modelOf returns the model config object of a file's config JSON.
@@ -163,6 +173,7 @@ type weightReader struct {
 	f        *File
 	declared map[string]tensor.Shape
 	out      map[string]tensor.Tensor
+	order    []string // the variables in the order read: Keras' order of creation
 }
 
 // put stores dataset d as variable name, converted to float32.
@@ -188,6 +199,7 @@ func (w *weightReader) put(name string, d *hdf5.Dataset) error {
 	t := tensor.New(tensor.Float32, shape.Clone())
 	copy(t.Float32s(), v)
 	w.out[name] = t
+	w.order = append(w.order, name)
 	return nil
 }
 

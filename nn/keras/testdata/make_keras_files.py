@@ -26,6 +26,15 @@ W = {
 ORDER = {"dense": ["kernel", "bias"], "bn": ["gamma", "beta", "moving_mean", "moving_variance"], "out": ["kernel", "bias"]}
 CLASS = {"dense": "Dense", "bn": "BatchNormalization", "out": "Dense"}
 MLP_PARAMS = 6 * 5 + 5 + 4 * 5 + 5 * 3 + 3
+# Adam's state as Keras 3 keeps it: the iteration count, the learning rate,
+# then each trainable variable's momentum and velocity, interleaved
+TRAINABLE = ["dense/kernel", "dense/bias", "bn/gamma", "bn/beta", "out/kernel", "out/bias"]
+orng = np.random.default_rng(12)
+OPT = {}
+for name in TRAINABLE:
+    OPT[name + "/m"] = orng.standard_normal(W[name].shape).astype(np.float32)
+    OPT[name + "/v"] = orng.random(W[name].shape).astype(np.float32)
+manifest["optimizer"] = {"iterations": 100, "slots": {k: v.astype(np.float64).ravel().tolist() for k, v in OPT.items()}}
 
 
 def keras2_config():
@@ -125,8 +134,9 @@ def keras3_archive(name, dtype=np.float32, chunked=False, policy_name="float32",
                     g.create_dataset(str(i), data=v.astype(dtype), **kw)
         o = f.create_group("optimizer/vars")
         o.create_dataset("0", data=np.int64(100))
-        for i in range(1, 9):
-            o.create_dataset(str(i), data=np.zeros(5, dtype=np.float32))
+        o.create_dataset("1", data=np.float32(0.001))
+        for i, (vname, slot) in enumerate((n, s) for n in TRAINABLE for s in ("m", "v")):
+            o.create_dataset(str(i + 2), data=OPT[vname + "/" + slot])
         f.create_group("metrics/mean/vars").create_dataset("0", data=np.float32(3))
     with zipfile.ZipFile(os.path.join(out, name), "w") as z:
         z.writestr("metadata.json", json.dumps({"keras_version": "3.10.0", "date_saved": "2026-01-01@00:00:00"}))
