@@ -26,7 +26,8 @@ import (
 // ("dense/kernel/m"), with the same update formulas (Adam's v is the mean
 // of g², RMSprop's rms the same), so the state loads as it is and training
 // continues where Keras stopped, the bias correction counted from the
-// file's iteration. Not read: legacy .h5 files' optimizer_weights (their
+// file's iteration (a learning-rate schedule, which Keras also counts from
+// it, starts at the run's first step). Not read: legacy .h5 files' optimizer_weights (their
 // names differ by Keras version), SGD's momentum (Keras keeps it scaled
 // by the learning rate), Adagrad, Nadam, amsgrad, a LossScaleOptimizer's
 // wrapped state, and models with MultiHeadAttention (whose sub-layers'
