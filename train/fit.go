@@ -201,6 +201,13 @@ func (t *Trainer) begin() (*fitRun, error) {
 	if cfg.Live != nil || cfg.ranks() > 1 {
 		t.follow = newFollower(cfg, t.Planned)
 	}
+	if cfg.Live != nil && !r.h.Done {
+		// a neighbour may have grown while the data loaded and the
+		// programs compiled: answer it before step 1 touches the arena
+		if _, err := r.boundary(false); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -301,7 +302,7 @@ func TestMPIStopTogether(t *testing.T) {
 		t.Run("SIGTERM to rank "+strings.Join(victims, " then "), func(t *testing.T) {
 			ckpt := filepath.Join(t.TempDir(), "ckpt")
 			cmd := job("--checkpoint-dir", ckpt)
-			var buf strings.Builder
+			var buf syncBuffer
 			cmd.Stdout, cmd.Stderr = &buf, &buf
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -318,7 +319,15 @@ func TestMPIStopTogether(t *testing.T) {
 				}
 				pids = append(pids, pid)
 			}
-			time.Sleep(3 * time.Second) // mid-run: the data set is made and training is under way
+			// mid-run: the plan is printed (every rank has set up, its
+			// signals caught), and training is under way, however slowly a
+			// loaded machine starts the job
+			for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(buf.String(), "memory plan"); time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no plan printed in 2 minutes; output:\n%s", buf.String())
+				}
+			}
+			time.Sleep(2 * time.Second)
 			for _, pid := range pids {
 				syscall.Kill(pid, syscall.SIGTERM)
 				time.Sleep(30 * time.Millisecond) // the ranks see their signals at different steps
@@ -363,4 +372,23 @@ func resultValues(out string, keys ...string) string {
 		vals = append(vals, k+"="+m[1])
 	}
 	return strings.Join(vals, " ")
+}
+
+// syncBuffer is a strings.Builder that a process's output and the test
+// may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
