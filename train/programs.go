@@ -118,6 +118,11 @@ type RunPlan struct {
 	// pass, and StorageNote why when that is not its 16-bit layout.
 	Storage     StorageChoice
 	StorageNote string
+	// Programs are the compiled programs the run would reserve (the
+	// training step, its partial last batch, evaluation), by name: what a
+	// device backend would load (a CUDA run's kernels are rendered from
+	// their instructions).
+	Programs []*compile.Program
 
 	trainN, evalN int // the data sizes the programs were compiled for
 }
@@ -166,9 +171,10 @@ func (c *Config) planRunWith(d *Data, progs map[string]*program) (*RunPlan, erro
 	for _, pr := range progs {
 		list = append(list, pr.p)
 	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	res := runtime.Reserve(list)
 	rp := &RunPlan{Step: progs["train"].p.Plan, Totals: res.Totals, Storage: c.storage, StorageNote: c.storageNote,
-		trainN: d.trainN(), evalN: d.info.HeldOut}
+		Programs: list, trainN: d.trainN(), evalN: d.info.HeldOut}
 	if d.text != nil {
 		rp.trainN, rp.evalN = c.Batch, d.text.valWindows()
 	}
