@@ -128,20 +128,35 @@ func Supports(op graph.Op, out, in tensor.DType) bool {
 type req struct {
 	arch Arch
 	it   *compile.Instr
+	inN  []int // the inputs' element counts (nil: only the workspace is asked)
 	out  Lowered
 }
 
+// inLen returns input i's element count, or 1 when it is not known (the
+// instruction is lowered for its workspace only, and its kernels are not
+// used).
+func (r *req) inLen(i int) int {
+	if i < len(r.inN) {
+		return r.inN[i]
+	}
+	return 1
+}
+
 // Render renders it for arch: the kernels and products that compute it.
-// An op or dtype the renderer does not write, or a geometry it does not
-// take, is an error naming the op and its owner.
-func Render(arch Arch, it *compile.Instr) (l *Lowered, err error) {
+// inN are the element counts of its inputs (the program's buffers In[i]),
+// which a few kernels need (a gather's table rows, a scatter's indices);
+// nil when only the workspace is asked (Target.Lower, before buffers
+// exist), when the kernels are not to be run. An op or dtype the renderer
+// does not write, or a geometry it does not take, is an error naming the
+// op and its owner.
+func Render(arch Arch, it *compile.Instr, inN []int) (l *Lowered, err error) {
 	if it.Op >= graph.NumOps || renderers[it.Op].render == nil || !renderers[it.Op].dtypes(it.DType, it.InDType) {
 		return nil, fmt.Errorf("ptx: no kernel for %s on %s (from %s) (%s, built at %s)", it.Op, it.DType, it.InDType, it.Owner, it.Site)
 	}
 	if n := tensor.Shape(it.Shape).Size(); n > maxElems {
 		return nil, fmt.Errorf("ptx: %s (%s): %d elements, more than 32-bit indices reach", it.Op, it.Owner, n)
 	}
-	r := &req{arch: arch, it: it}
+	r := &req{arch: arch, it: it, inN: inN}
 	defer func() {
 		if p := recover(); p != nil { // a renderer's bug: an error naming the op, never a panic across packages
 			l, err = nil, fmt.Errorf("ptx: rendering %s (%s): %v", it.Op, it.Owner, p)
