@@ -168,12 +168,15 @@ func Render(arch Arch, it *compile.Instr, inN []int) (l *Lowered, err error) {
 	return &r.out, nil
 }
 
-// launch appends a launch of k over grid blocks.
+// launch appends a launch of k over grid blocks (none when grid is 0:
+// nothing to compute).
 func (r *req) launch(k *Kernel, grid int, args ...Arg) {
 	if len(args) != k.Params {
 		panic(fmt.Sprintf("kernel %s takes %d arguments, given %d", k.Name, k.Params, len(args)))
 	}
-	r.out.Steps = append(r.out.Steps, Step{Kernel: k, Grid: max(grid, 1), Args: args})
+	if grid > 0 {
+		r.out.Steps = append(r.out.Steps, Step{Kernel: k, Grid: grid, Args: args})
+	}
 }
 
 // gemm appends a product.
