@@ -7,6 +7,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/headroom-ml/headroom/backend/cuda/ptx/interp"
+	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
@@ -31,13 +33,21 @@ type fakeDriver struct {
 	current     uintptr                   // the current context (one for all threads here)
 	streams     map[uintptr]bool
 	failAlloc   result // when set, cuMemAlloc fails with it
+
+	// kernels: modules of PTX text, decoded entries, launches run by the
+	// PTX interpreter over the device memory
+	modules       map[uintptr]*interp.Module
+	functions     map[uintptr]*interp.Program
+	launches      int
+	lastLaunchErr error
 }
 
 const fakeCtx = 0xc0ffee
 
 func newFakeDriver(total uint64) *fakeDriver {
 	return &fakeDriver{devices: 1, total: total, granularity: 2 << 20, next: 1 << 40,
-		allocs: map[uint64][]byte{}, host: map[unsafe.Pointer][]byte{}, streams: map[uintptr]bool{}}
+		allocs: map[uint64][]byte{}, host: map[unsafe.Pointer][]byte{}, streams: map[uintptr]bool{},
+		modules: map[uintptr]*interp.Module{}, functions: map[uintptr]*interp.Program{}}
 }
 
 func (f *fakeDriver) lock() func() { f.mu.Lock(); return f.mu.Unlock }
@@ -231,6 +241,8 @@ func (f *fakeDriver) GetErrorName(r result) string {
 		return "CUDA_ERROR_OUT_OF_MEMORY"
 	case 201:
 		return "CUDA_ERROR_INVALID_CONTEXT"
+	case 700:
+		return "CUDA_ERROR_ILLEGAL_ADDRESS"
 	}
 	return fmt.Sprintf("CUresult %d", r)
 }
@@ -238,7 +250,72 @@ func (f *fakeDriver) GetErrorString(r result) string {
 	if r == cudaErrorOutOfMemory {
 		return "out of memory"
 	}
+	if r == 700 && f.lastLaunchErr != nil {
+		return f.lastLaunchErr.Error()
+	}
 	return ""
+}
+
+func (f *fakeDriver) ModuleLoadData(ptx string) (uintptr, result) {
+	defer f.lock()()
+	if r := f.ready(); r != cudaSuccess {
+		return 0, r
+	}
+	m, err := interp.Parse(ptx)
+	if err != nil {
+		return 0, 218 // CUDA_ERROR_INVALID_PTX
+	}
+	h := uintptr(len(f.modules) + len(f.functions) + 1)
+	f.modules[h] = m
+	return h, cudaSuccess
+}
+func (f *fakeDriver) ModuleUnload(m uintptr) result {
+	defer f.lock()()
+	if f.modules[m] == nil {
+		return 400 // CUDA_ERROR_INVALID_HANDLE
+	}
+	delete(f.modules, m)
+	return f.ready()
+}
+func (f *fakeDriver) ModuleGetFunction(m uintptr, name string) (uintptr, result) {
+	defer f.lock()()
+	mod := f.modules[m]
+	if mod == nil {
+		return 0, 400
+	}
+	p, err := interp.Decode(mod, name)
+	if err != nil {
+		return 0, 500 // CUDA_ERROR_NOT_FOUND
+	}
+	h := uintptr(1<<20 + len(f.functions))
+	f.functions[h] = p
+	return h, f.ready()
+}
+
+// LaunchKernel runs the launch in the PTX interpreter over every live
+// device allocation (an access outside all of them is the launch's
+// failure, as an illegal address is on a GPU; the interpreter's error is
+// kept in lastLaunchErr).
+func (f *fakeDriver) LaunchKernel(fn uintptr, a *launchArgs, stream uintptr) result {
+	defer f.lock()()
+	p := f.functions[fn]
+	if p == nil || !f.streams[stream] || a.Grid[1] != 1 || a.Grid[2] != 1 || a.Block[1] != 1 || a.Block[2] != 1 {
+		return cudaErrorInvalidVal
+	}
+	args := make([]uint64, len(a.Params))
+	for i, ptr := range a.Params {
+		args[i] = *(*uint64)(ptr)
+	}
+	bufs := make([]interp.Buffer, 0, len(f.allocs))
+	for base, b := range f.allocs {
+		bufs = append(bufs, interp.Buffer{Name: fmt.Sprintf("allocation at %#x", base), Addr: base, Data: b})
+	}
+	f.launches++
+	if err := p.Run(interp.Launch{Grid: int(a.Grid[0]), Block: int(a.Block[0]), Args: args, Buffers: bufs}); err != nil {
+		f.lastLaunchErr = err
+		return 700 // CUDA_ERROR_ILLEGAL_ADDRESS
+	}
+	return f.ready()
 }
 
 // fakeBLAS implements blas on a fakeDriver's memory: GEMM as the cuBLAS
@@ -283,6 +360,49 @@ func (b *fakeBLAS) Sgemm(h uintptr, g *gemmArgs) blasStatus {
 func (b *fakeBLAS) GemmEx(h uintptr, g *gemmArgs) blasStatus { return b.gemm(g) }
 func (b *fakeBLAS) StatusName(s blasStatus) string           { return statusName(s) }
 
+// rowMajor computes a product with tight leading dimensions, alpha 1 and
+// beta 0 or 1 (every product BLAS.MatMul makes) as the row-major product
+// it stands for, with the host's float32 GEMM (kernels.MatMul): the
+// column-major C [M, N] is the row-major Cᵀ [N, M] = op(B)ᵀ·op(A)ᵀ, each
+// operand's bytes the row-major transpose of its column-major matrix. It
+// reports false (computing nothing) for any other product.
+func (b *fakeBLAS) rowMajor(g *gemmArgs, rowsA, colsA, rowsB, colsB int) bool {
+	if *g.Alpha != 1 || (*g.Beta != 0 && *g.Beta != 1) || int(g.LDA) != rowsA || int(g.LDB) != rowsB || int(g.LDC) != int(g.M) {
+		return false
+	}
+	M, N, K := int(g.M), int(g.N), int(g.K)
+	operand := func(p uint64, typ int32, n int) []float32 {
+		es := map[int32]int{dataR32F: 4, dataR16F: 2, dataR16BF: 2}[typ]
+		s := b.f.span(p, uint64(n*es))
+		if s == nil {
+			return nil
+		}
+		if typ == dataR32F {
+			return tensor.As[float32](s)
+		}
+		out := make([]float32, n)
+		for i := range out {
+			h := binary.LittleEndian.Uint16(s[2*i:])
+			if typ == dataR16F {
+				out[i] = tensor.F16(h).Float32()
+			} else {
+				out[i] = tensor.BF16(h).Float32()
+			}
+		}
+		return out
+	}
+	A, B := operand(g.A, g.AType, rowsA*colsA), operand(g.B, g.BType, rowsB*colsB)
+	c := b.f.span(g.C, uint64(M*N*4))
+	if A == nil || B == nil || c == nil {
+		return false
+	}
+	// row-major: Cᵀ [N, M] = B' [N, K] · A' [K, M], B' the stored B (row
+	// major [colsB, rowsB]) transposed when TransB is N ... as BLAS.gemm
+	// mapped it
+	kernels.MatMul(tensor.As[float32](c), B, A, N, M, K, g.TransB == blasOpT, g.TransA == blasOpT, *g.Beta == 1)
+	return true
+}
+
 func (b *fakeBLAS) gemm(g *gemmArgs) blasStatus {
 	defer b.f.lock()()
 	b.calls++
@@ -322,6 +442,9 @@ func (b *fakeBLAS) gemm(g *gemmArgs) blasStatus {
 		}
 	}
 	if M == 0 || N == 0 {
+		return blasSuccess
+	}
+	if b.rowMajor(g, rowsA, colsA, rowsB, colsB) {
 		return blasSuccess
 	}
 	A, B := read(g.A, g.AType, int(g.LDA), rowsA, colsA), read(g.B, g.BType, int(g.LDB), rowsB, colsB)
