@@ -377,6 +377,8 @@ func badData(it *compile.Instr, pos, val int32) string {
 	switch it.Op {
 	case graph.OpSoftmaxCrossEntropy, graph.OpSoftmaxCrossEntropyGrad:
 		return fmt.Sprintf("label %d of example %d is outside [0, %d)", val, pos, it.Matrix.Cols)
+	case graph.OpCacheWrite:
+		return fmt.Sprintf("position %d: %d rows do not fit a cache of %d", pos, val, it.Shape[1])
 	}
 	return fmt.Sprintf("index %d at position %d is out of range", val, pos)
 }

@@ -22,6 +22,7 @@ func init() {
 	register(graph.OpScatterAdd, renderer{dtypes: func(out, _ tensor.DType) bool { return out == tensor.Float32 }, render: renderScatterAdd})
 	register(graph.OpOneHot, renderer{dtypes: func(out, _ tensor.DType) bool { return out == tensor.Float32 }, render: renderOneHot})
 	register(graph.OpAssign, renderer{dtypes: bySize, render: renderAssign})
+	register(graph.OpCacheWrite, renderer{dtypes: bySize, render: renderCacheWrite})
 }
 
 // strides returns shape's row-major strides.
@@ -288,4 +289,46 @@ func (r *req) fill(n, size int) {
 	b.exitUnless(i, n)
 	b.storeZero(size, b.offset(p[0], i, size))
 	r.launch(b.kernel(), blocks(n), out())
+}
+
+// renderCacheWrite renders x [B, n, ...] (in1) written over rows [pos,
+// pos+n) of the cache [B, L, ...] (in0), pos an int32 read at run time
+// (in2): the cache's copy unless the output is its buffer (a write in
+// place), then one thread per element of x. A position that does not fit
+// writes nothing and is reported (position: pos, value: n). When n is L
+// the output is x's own buffer: nothing to do.
+func renderCacheWrite(r *req) error {
+	it := r.it
+	size := it.DType.Size()
+	L, n := it.Shape[1], it.Move.XShape[1]
+	total := tensor.Shape(it.Shape).Size()
+	if len(it.In) > 1 && it.Out == it.In[1] {
+		return nil
+	}
+	if len(it.In) == 0 || it.Out != it.In[0] {
+		r.copyAll(total, size, in(0))
+	}
+	m := tensor.Shape(it.Move.XShape).Size()
+	if m == 0 {
+		return nil
+	}
+	row := m / max(1, it.Shape[0]*n) // elements of one position
+	b, p, i := r.elementwiseKernel("cache_write", 4, m)
+	pos := b.r32()
+	b.ins("ld.global.u32", pos, addr(p[2], 0))
+	end, bad := b.r32(), b.pred()
+	b.ins("add.s32", end, pos, u32i(n))
+	b.ins("setp.gt.u32", bad, end, u32i(L)) // a negative position is a large u32
+	lead := b.pred()
+	b.ins("setp.eq.u32", lead, i, "0")
+	b.ins("and.pred", lead, lead, bad)
+	b.reportBad(p[3], lead, pos, u32i(n))
+	b.guarded(bad, false, "ret")
+	per := n * row
+	bi, rest := b.divu(i, per), b.remu(i, per)
+	dst := b.addu(b.madu(bi, L*row, rest), b.mulu(pos, row))
+	b.moveElem(size, b.offset(p[0], dst, size), b.offset(p[1], i, size))
+	r.launch(b.kernel(), blocks(m), out(), in(1), in(2), errRecord())
+	r.out.Checks = true
+	return nil
 }

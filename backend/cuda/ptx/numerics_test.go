@@ -245,6 +245,12 @@ func movementCases() []kcase {
 		{name: "scatter_add/bad-index", it: move(graph.OpScatterAdd, f32, sh(50, 6), &compile.MoveGeom{RowSize: 6}), ins: []operand{ints(0, 51, 333), in32(333, 6)}, wantErr: true},
 		{name: "one_hot", it: move(graph.OpOneHot, f32, sh(37, 10), &compile.MoveGeom{Depth: 10}), ins: []operand{ints(-1, 11, 37)}},
 		{name: "assign", it: move(graph.OpAssign, f32, sh(301), nil), ins: []operand{in32(301), in32(301)}},
+		{name: "cache_write", it: move(graph.OpCacheWrite, f32, sh(3, 10, 2, 5), &compile.MoveGeom{XShape: sh(3, 4, 2, 5)}),
+			ins: []operand{in32(3, 10, 2, 5), in32(3, 4, 2, 5), ints(6, 7, 1)}},
+		{name: "cache_write/in-place", inPlace: true, it: move(graph.OpCacheWrite, f32, sh(3, 10, 2, 5), &compile.MoveGeom{XShape: sh(3, 1, 2, 5)}),
+			ins: []operand{in32(3, 10, 2, 5), in32(3, 1, 2, 5), ints(0, 10, 1)}},
+		{name: "cache_write/bad-position", it: move(graph.OpCacheWrite, f32, sh(3, 10, 2, 5), &compile.MoveGeom{XShape: sh(3, 4, 2, 5)}),
+			ins: []operand{in32(3, 10, 2, 5), in32(3, 4, 2, 5), ints(7, 9, 1)}, wantErr: true},
 	}
 }
 
