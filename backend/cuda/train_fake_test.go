@@ -137,3 +137,52 @@ func TestOOMBeforeStepOne(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// Small language models (the reference gpt's and lstm's architectures,
+// narrower) train through backend/cuda on the fake GPU with the host's
+// losses: embedding gather and its scatter-add, layer norm, gelu, causal
+// attention and its three backward kernels, the lstm's slices and
+// gradient sums, clipping by the global norm.
+func TestLanguageModelsOnFakeGPU(t *testing.T) {
+	text := make([]byte, 3000)
+	words := []string{"func ", "main", "() {\n", "\treturn ", "x", " := ", "if ", "err != nil", " {\n", "}\n"}
+	for i, n := 0, 0; n < len(text); i++ {
+		n += copy(text[n:], words[(i*7+i/3)%len(words)])
+	}
+	const T = 8
+	for _, tc := range []struct {
+		name  string
+		model nn.Model
+	}{
+		{"gpt", &nn.GPT{Vocab: 256, Context: T, Dim: 16, Heads: 2, Blocks: 2, Hidden: 32}},
+		{"lstm", &nn.LSTMLM{Vocab: 256, Context: T, Embed: 16, Units: 24}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(b runtime.Backend) *train.History {
+				cfg := train.Config{Model: tc.model, Epochs: 1, Batch: 4, MaxSteps: 6, Seed: 3, Backend: b, NoWatchdog: true, ClipNorm: 1}
+				tr, err := train.New(cfg, train.OnText(&train.Text{Name: "go-like", Train: text[:2600], Val: text[2600:], T: T, ValWindows: 4}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tr.Close()
+				h, err := tr.Fit(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return h
+			}
+			host := run(cpu.New(1))
+			dev, f := fakeTarget(t, 1<<30)
+			gpu := run(dev)
+			for _, c := range []struct {
+				what      string
+				got, want float64
+			}{{"last loss", gpu.LastLoss, host.LastLoss}, {"validation loss", gpu.Epochs[0].ValLoss, host.Epochs[0].ValLoss}} {
+				if rel := math.Abs(c.got-c.want) / math.Abs(c.want); !(rel <= 1e-5) {
+					t.Errorf("%s %v on the GPU, %v on the host: %.2g relative", c.what, c.got, c.want, rel)
+				}
+			}
+			t.Logf("%s: last loss %v (GPU) %v (host), %d launches", tc.name, gpu.LastLoss, host.LastLoss, f.launches)
+		})
+	}
+}

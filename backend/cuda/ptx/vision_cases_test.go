@@ -54,6 +54,8 @@ func visionCases() []kcase {
 		{n: 2, h: 10, w: 9, c: 4, kh: 3, kw: 2, sh: 2, sw: 3, f: 7, same: true},
 		{n: 2, h: 11, w: 8, c: 2, kh: 3, kw: 3, sh: 1, sw: 2, dh: 2, dw: 1, f: 3, same: true},
 		{n: 3, h: 8, w: 8, c: 5, kh: 3, kw: 3, sh: 1, sw: 1, f: 6, same: true, bf16: true},
+		{n: 3, h: 9, w: 9, c: 4, kh: 1, kw: 1, sh: 2, sw: 2, f: 6, bf16: true},
+		{n: 2, h: 9, w: 9, c: 3, kh: 3, kw: 3, sh: 2, sw: 2, f: 4, same: true, bf16: true},
 	} {
 		x := sh(c.n, c.h, c.w, c.c)
 		g := c.window(x)
