@@ -1,30 +1,37 @@
-package ptx_test
+package ptxtest
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/backend/cuda/ptx"
-	"github.com/headroom-ml/headroom/backend/cuda/ptx/interp"
 	"github.com/headroom-ml/headroom/compile"
-	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// The numerics check: an instruction rendered for the GPU runs, as the
-// exact PTX text the driver would load, in the interpreter (package
-// interp), its products on a Go GEMM with cuBLAS's semantics, and its
-// results are compared with the host's kernel (backend/cpu) on the same
-// random inputs. Outputs start as NaN bytes, so an element a kernel
-// forgets to write fails the comparison.
-
-var arch = ptx.Arch{SM: 80, Version: 70}
+// Device runs rendered steps: the PTX interpreter (Interpreter), or a GPU
+// (backend/cuda's tests, on a real or a fake driver). Addresses are
+// device addresses.
+type Device interface {
+	// Arch is what the kernels are rendered for.
+	Arch() ptx.Arch
+	// Alloc returns the address of a new device buffer holding a copy of
+	// data (at least one byte long).
+	Alloc(name string, data []byte) (uint64, error)
+	// Read copies len(dst) bytes at addr to dst.
+	Read(dst []byte, addr uint64) error
+	// Launch runs k over grid blocks with the given argument addresses and
+	// returns once it is done.
+	Launch(k *ptx.Kernel, grid int, args []uint64) error
+	// Gemm runs the product with its operands at these addresses.
+	Gemm(g *ptx.Gemm, c, a, b uint64) error
+	// Free releases every buffer.
+	Free() error
+}
 
 // operand is one input of a case: its dtype and shape and how to fill it.
 type operand struct {
@@ -33,10 +40,10 @@ type operand struct {
 	fill  func(r *rand.Rand, i int) float64 // nil: N(0, 1)
 }
 
-// kcase is an instruction to check: it.In are 1..len(ins) and it.Out 0;
+// Case is an instruction to check: it.In are 1..len(ins) and it.Out 0;
 // parts are the shapes of live parts (buffers after the inputs).
-type kcase struct {
-	name  string
+type Case struct {
+	Name  string
 	it    compile.Instr
 	ins   []operand
 	parts []tensor.Shape
@@ -48,9 +55,12 @@ type kcase struct {
 	wantErr bool
 }
 
+// Op returns the case's op.
+func (c *Case) Op() string { return c.it.Op.String() }
+
 // hostBuffers returns the case's buffers filled from seed: 0 the output,
 // then the inputs, then the parts.
-func (c *kcase) hostBuffers(seed uint64) [][]byte {
+func (c *Case) hostBuffers(seed uint64) [][]byte {
 	r := rand.New(rand.NewPCG(seed, 7))
 	bufs := [][]byte{make([]byte, tensor.Shape(c.it.Shape).Size()*c.it.DType.Size())}
 	for _, o := range c.ins {
@@ -71,7 +81,7 @@ func (c *kcase) hostBuffers(seed uint64) [][]byte {
 }
 
 // instr returns the case's instruction over hostBuffers' numbering.
-func (c *kcase) instr() compile.Instr {
+func (c *Case) instr() compile.Instr {
 	it := c.it
 	it.Out, it.Work = 0, -1
 	it.In = make([]int, len(c.ins))
@@ -95,7 +105,7 @@ func (c *kcase) instr() compile.Instr {
 }
 
 // runHost runs the case on the host's kernel and returns the buffers.
-func runHost(c *kcase, bufs [][]byte) ([][]byte, error) {
+func runHost(c *Case, bufs [][]byte) ([][]byte, error) {
 	it := c.instr()
 	if w := cpu.New(1).Lower(&it); w > 0 {
 		it.Work = len(bufs)
@@ -105,80 +115,45 @@ func runHost(c *kcase, bufs [][]byte) ([][]byte, error) {
 	return bufs, err
 }
 
-// device is the device memory of one run: each buffer at its own
-// address, 4 KiB apart, so that an access past one never lands in the
-// next.
-type device struct {
-	bufs []interp.Buffer
-}
-
-func (d *device) alloc(name string, data []byte) uint64 {
-	addr := uint64(1 << 32)
-	if n := len(d.bufs); n > 0 {
-		last := d.bufs[n-1]
-		addr = (last.Addr + uint64(len(last.Data)) + 8191) &^ 4095
-	}
-	d.bufs = append(d.bufs, interp.Buffer{Name: name, Addr: addr, Data: data})
-	return addr
-}
-
-var (
-	programsMu sync.Mutex
-	programs   = map[string]*interp.Program{}
-)
-
-// program parses and decodes a kernel's text once.
-func program(k *ptx.Kernel) (*interp.Program, error) {
-	programsMu.Lock()
-	defer programsMu.Unlock()
-	if p := programs[k.Name]; p != nil {
-		return p, nil
-	}
-	m, err := interp.Parse(k.Text)
-	if err != nil {
-		return nil, err
-	}
-	p, err := interp.Decode(m, k.Name)
-	if err != nil {
-		return nil, err
-	}
-	programs[k.Name] = p
-	return p, nil
-}
-
-// runDevice runs the case as the GPU would: the rendered steps over device
-// buffers (kernels in the interpreter, products in Go). It returns the
-// buffers and the error record's flag, position and value.
-func runDevice(c *kcase, host [][]byte) ([][]byte, [3]uint32, error) {
-	var rec [3]uint32
+// runDevice runs the case on dev as the GPU would: its rendered steps
+// over device buffers. Outputs, parts and the workspace start as NaN
+// bytes, so an element a kernel forgets to write fails the comparison. It
+// returns the buffers and the error record's flag, position and value.
+func runDevice(dev Device, c *Case, host [][]byte) (out [][]byte, rec [3]uint32, err error) {
+	defer func() {
+		if ferr := dev.Free(); err == nil {
+			err = ferr
+		}
+	}()
 	it := c.instr()
 	inN := make([]int, len(c.ins))
 	for i, o := range c.ins {
 		inN[i] = o.shape.Size()
 	}
-	l, err := ptx.Render(arch, &it, inN)
+	l, err := ptx.Render(dev.Arch(), &it, inN)
 	if err != nil {
 		return nil, rec, err
 	}
-	var d device
-	bufs := make([][]byte, len(host))
 	addrs := make([]uint64, len(host))
 	for i, b := range host {
-		bufs[i] = append([]byte(nil), b...)
-		if i == 0 || i > len(c.ins) { // outputs start as NaN
-			for k := range bufs[i] {
-				bufs[i][k] = 0xff
-			}
+		b = append([]byte(nil), b...)
+		if i == 0 || i > len(c.ins) {
+			fillNaN(b)
 		}
-		addrs[i] = d.alloc(fmt.Sprintf("buffer %d", i), bufs[i])
+		if addrs[i], err = dev.Alloc(fmt.Sprintf("buffer %d", i), padded(b)); err != nil {
+			return nil, rec, err
+		}
 	}
 	work := make([]byte, l.Workspace)
-	for k := range work {
-		work[k] = 0xff
+	fillNaN(work)
+	workAddr, err := dev.Alloc("workspace", padded(work))
+	if err != nil {
+		return nil, rec, err
 	}
-	workAddr := d.alloc("workspace", work)
-	errs := make([]byte, ptx.ErrorRecordBytes)
-	errAddr := d.alloc("error record", errs)
+	errAddr, err := dev.Alloc("error record", make([]byte, ptx.ErrorRecordBytes))
+	if err != nil {
+		return nil, rec, err
+	}
 	argAddr := func(a ptx.Arg) uint64 {
 		switch a.Role {
 		case ptx.RoleOut:
@@ -194,83 +169,68 @@ func runDevice(c *kcase, host [][]byte) ([][]byte, [3]uint32, error) {
 	}
 	for _, s := range l.Steps {
 		if s.Gemm != nil {
-			if err := gemm(&d, s.Gemm, argAddr); err != nil {
+			if err := dev.Gemm(s.Gemm, argAddr(s.Gemm.C), argAddr(s.Gemm.A), argAddr(s.Gemm.B)); err != nil {
 				return nil, rec, err
 			}
 			continue
-		}
-		p, err := program(s.Kernel)
-		if err != nil {
-			return nil, rec, fmt.Errorf("%s: %w", s.Kernel.Name, err)
 		}
 		args := make([]uint64, len(s.Args))
 		for k, a := range s.Args {
 			args[k] = argAddr(a)
 		}
-		if err := p.Run(interp.Launch{Grid: s.Grid, Block: s.Kernel.Block, Args: args, Buffers: d.bufs}); err != nil {
+		if err := dev.Launch(s.Kernel, s.Grid, args); err != nil {
+			return nil, rec, fmt.Errorf("kernel %s: %w", s.Kernel.Name, err)
+		}
+	}
+	out = make([][]byte, len(host))
+	for i, b := range host {
+		out[i] = make([]byte, len(b))
+		if err := dev.Read(out[i], addrs[i]); err != nil {
 			return nil, rec, err
 		}
 	}
+	rb := make([]byte, ptx.ErrorRecordBytes)
+	if err := dev.Read(rb, errAddr); err != nil {
+		return nil, rec, err
+	}
 	for k := range rec {
-		rec[k] = binary.LittleEndian.Uint32(errs[4*k:])
+		rec[k] = uint32(rb[4*k]) | uint32(rb[4*k+1])<<8 | uint32(rb[4*k+2])<<16 | uint32(rb[4*k+3])<<24
 	}
-	return bufs, rec, nil
+	return out, rec, nil
 }
 
-// bytesAt returns the n bytes at device address a.
-func (d *device) bytesAt(a uint64, n int) ([]byte, error) {
-	for _, b := range d.bufs {
-		if a >= b.Addr && a-b.Addr+uint64(n) <= uint64(len(b.Data)) {
-			return b.Data[a-b.Addr : a-b.Addr+uint64(n)], nil
-		}
+func fillNaN(b []byte) {
+	for k := range b {
+		b[k] = 0xff
 	}
-	return nil, fmt.Errorf("a product's operand of %d bytes at %#x lies outside every buffer", n, a)
 }
 
-// gemm runs a product as cuBLAS does (row-major shapes, float32 sums;
-// 16-bit operands widened exactly).
-func gemm(d *device, g *ptx.Gemm, addr func(ptx.Arg) uint64) error {
-	es := g.In.Size()
-	operand := func(a ptx.Arg, n int) ([]float32, error) {
-		b, err := d.bytesAt(addr(a), n*es)
-		if err != nil {
-			return nil, err
-		}
-		t, err := tensor.FromBytes(g.In, tensor.Shape{n}, b)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]float32, n)
-		for i := range out {
-			out[i] = float32(t.Float64At(i))
-		}
-		return out, nil
+// padded returns b, or one byte for an empty buffer (a device buffer has
+// at least one).
+func padded(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{0}
 	}
-	a, err := operand(g.A, g.M*g.K)
-	if err != nil {
-		return err
-	}
-	bm, err := operand(g.B, g.K*g.N)
-	if err != nil {
-		return err
-	}
-	cb, err := d.bytesAt(addr(g.C), g.M*g.N*4)
-	if err != nil {
-		return err
-	}
-	c := tensor.As[float32](cb)
-	kernels.MatMul(c, a, bm, g.M, g.N, g.K, g.TransA, g.TransB, g.Accumulate)
-	return nil
+	return b
 }
 
-// check runs c on both and compares the output and the parts.
-func check(t *testing.T, c *kcase, seed uint64) {
+// Check runs c on dev and on the host for two random fills and compares
+// the output and the parts (or, for a case of bad data, that both report
+// it).
+func Check(t *testing.T, dev Device, c *Case) {
+	t.Helper()
+	for seed := uint64(1); seed <= 2; seed++ {
+		check(t, dev, c, seed)
+	}
+}
+
+func check(t *testing.T, dev Device, c *Case, seed uint64) {
 	t.Helper()
 	host := c.hostBuffers(seed)
 	want, herr := runHost(c, cloneAll(host))
-	got, rec, err := runDevice(c, host)
+	got, rec, err := runDevice(dev, c, host)
 	if err != nil {
-		t.Fatalf("on the GPU: %v", err)
+		t.Fatalf("on the device: %v", err)
 	}
 	if c.wantErr {
 		var re interface{ Error() string }
@@ -311,7 +271,7 @@ func cloneAll(bufs [][]byte) [][]byte {
 }
 
 // compare compares two buffers of dt: floats within tol relative (and
-// tol absolute, times the largest magnitude for sums of many terms),
+// tol/10 absolute, times the largest magnitude, for sums of many terms),
 // NaN for NaN and Inf for Inf; other dtypes exactly.
 func compare(t *testing.T, what string, dt tensor.DType, got, want []byte, tol float64) {
 	t.Helper()

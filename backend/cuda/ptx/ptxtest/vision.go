@@ -1,4 +1,4 @@
-package ptx_test
+package ptxtest
 
 import (
 	"fmt"
@@ -47,8 +47,8 @@ func (c conv) window(x tensor.Shape) compile.Window {
 
 // visionCases: convolutions and their gradients (valid and same padding,
 // strides, dilation, bfloat16 products) and max pooling.
-func visionCases() []kcase {
-	var cs []kcase
+func visionCases() []Case {
+	var cs []Case
 	for _, c := range []conv{
 		{n: 3, h: 9, w: 7, c: 3, kh: 3, kw: 3, sh: 1, sw: 1, f: 5},
 		{n: 2, h: 10, w: 9, c: 4, kh: 3, kw: 2, sh: 2, sw: 3, f: 7, same: true},
@@ -70,11 +70,11 @@ func visionCases() []kcase {
 			tol = 1e-4 // bfloat16 operands: the sums' orders differ more visibly
 		}
 		cs = append(cs,
-			kcase{name: "conv2d/" + c.String(), it: mk(graph.OpConv2D, y), ins: []operand{in32(x...), in32(filter...)}, tol: tol},
-			kcase{name: "conv2d_backprop_input/" + c.String(), it: mk(graph.OpConv2DBackpropInput, x), ins: []operand{in32(y...), in32(filter...)}, tol: tol},
-			kcase{name: "conv2d_backprop_filter/" + c.String(), it: mk(graph.OpConv2DBackpropFilter, filter), ins: []operand{in32(x...), in32(y...)}, tol: tol})
+			Case{Name: "conv2d/" + c.String(), it: mk(graph.OpConv2D, y), ins: []operand{in32(x...), in32(filter...)}, tol: tol},
+			Case{Name: "conv2d_backprop_input/" + c.String(), it: mk(graph.OpConv2DBackpropInput, x), ins: []operand{in32(y...), in32(filter...)}, tol: tol},
+			Case{Name: "conv2d_backprop_filter/" + c.String(), it: mk(graph.OpConv2DBackpropFilter, filter), ins: []operand{in32(x...), in32(y...)}, tol: tol})
 		if !c.bf16 {
-			cs = append(cs, kcase{name: "conv2d_transpose/" + c.String(), it: mk(graph.OpConv2DTranspose, x), ins: []operand{in32(y...), in32(filter...)}, tol: tol})
+			cs = append(cs, Case{Name: "conv2d_transpose/" + c.String(), it: mk(graph.OpConv2DTranspose, x), ins: []operand{in32(y...), in32(filter...)}, tol: tol})
 		}
 	}
 	for _, c := range []conv{
@@ -89,10 +89,10 @@ func visionCases() []kcase {
 		relu := grad
 		relu.Window = &compile.WindowGeom{Geom: g, ReluMask: true}
 		cs = append(cs,
-			kcase{name: "max_pool2d/" + c.String(), it: pool, ins: []operand{special(x...)}},
-			kcase{name: "max_pool2d_grad/" + c.String(), it: grad, ins: []operand{in32(x...), in32(y...)}},
-			kcase{name: "max_pool2d_grad/ties/" + c.String(), it: grad, ins: []operand{tied(x...), in32(y...)}},
-			kcase{name: "max_pool2d_grad/relu/" + c.String(), it: relu, ins: []operand{in32(x...), in32(y...)}})
+			Case{Name: "max_pool2d/" + c.String(), it: pool, ins: []operand{special(x...)}},
+			Case{Name: "max_pool2d_grad/" + c.String(), it: grad, ins: []operand{in32(x...), in32(y...)}},
+			Case{Name: "max_pool2d_grad/ties/" + c.String(), it: grad, ins: []operand{tied(x...), in32(y...)}},
+			Case{Name: "max_pool2d_grad/relu/" + c.String(), it: relu, ins: []operand{in32(x...), in32(y...)}})
 	}
 	return cs
 }

@@ -1,4 +1,4 @@
-package ptx_test
+package ptxtest
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 
 // sequenceCases: matrix products (batched, shared, transposed, bfloat16)
 // and attention forward and backward (causal both ways, a mask).
-func sequenceCases() []kcase {
-	var cs []kcase
+func sequenceCases() []Case {
+	var cs []Case
 	for _, g := range []compile.MatMulGeom{
 		{M: 37, N: 29, K: 41, Batch: 1},
 		{M: 13, N: 7, K: 19, Batch: 3, TransA: true},
@@ -42,7 +42,7 @@ func sequenceCases() []kcase {
 		if g.BF16 {
 			tol = 1e-4
 		}
-		cs = append(cs, kcase{name: fmt.Sprintf("matmul/%+v", g), it: it, ins: []operand{in32(a...), in32(b...)}, tol: tol})
+		cs = append(cs, Case{Name: fmt.Sprintf("matmul/%+v", g), it: it, ins: []operand{in32(a...), in32(b...)}, tol: tol})
 	}
 	for _, a := range []compile.AttnGeom{
 		{B: 2, Tq: 37, Tk: 37, H: 3, D: 8, Causal: graph.CausalBottomRight},
@@ -64,7 +64,7 @@ func sequenceCases() []kcase {
 			ins = append(ins, operand{dt: tensor.Uint8, shape: sh(a.B, a.Tq, a.Tk), fill: func(r *rand.Rand, _ int) float64 { return float64(r.IntN(4) / 3) }})
 		}
 		name := fmt.Sprintf("B%d-Tq%d-Tk%d-H%d-D%d-causal%d-mask%v", a.B, a.Tq, a.Tk, a.H, a.D, a.Causal, a.MaskIn >= 0)
-		cs = append(cs, kcase{name: "attention/" + name, it: compile.Instr{Op: graph.OpAttention, DType: f32, InDType: f32, Shape: q, Attention: &fwd},
+		cs = append(cs, Case{Name: "attention/" + name, it: compile.Instr{Op: graph.OpAttention, DType: f32, InDType: f32, Shape: q, Attention: &fwd},
 			ins: ins, parts: []tensor.Shape{lse}, tol: 2e-5})
 		// the gradient: q, k, v, o, lse, do (and the mask); lse from a
 		// plausible range
@@ -74,7 +74,7 @@ func sequenceCases() []kcase {
 			bwd.MaskIn = 6
 			gins = append(gins, ins[3])
 		}
-		cs = append(cs, kcase{name: "attention_grad/" + name, it: compile.Instr{Op: graph.OpAttentionGrad, DType: f32, InDType: f32, Shape: q, Attention: &bwd},
+		cs = append(cs, Case{Name: "attention_grad/" + name, it: compile.Instr{Op: graph.OpAttentionGrad, DType: f32, InDType: f32, Shape: q, Attention: &bwd},
 			ins: gins, parts: []tensor.Shape{k, k}, tol: 5e-5})
 	}
 	return cs
