@@ -34,7 +34,9 @@ func (d *suiteDevice) Alloc(name string, data []byte) (uint64, error) {
 	return uint64(rg.Ptr), g.CopyHtoD(rg.Ptr, data)
 }
 
-func (d *suiteDevice) Read(dst []byte, addr uint64) error { return d.t.gpu.CopyDtoH(dst, uintptr(addr)) }
+func (d *suiteDevice) Read(dst []byte, addr uint64) error {
+	return d.t.gpu.CopyDtoH(dst, uintptr(addr))
+}
 
 func (d *suiteDevice) Launch(k *ptx.Kernel, grid int, args []uint64) error {
 	rt := d.t.rt
