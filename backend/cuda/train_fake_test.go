@@ -17,10 +17,10 @@ import (
 // fakeTarget returns the CUDA backend on a fake GPU of total bytes: device
 // memory in host memory, kernels run by the PTX interpreter, products by
 // the fake cuBLAS.
-func fakeTarget(t *testing.T, total uint64) (*Target, *fakeDriver) {
+func fakeTarget(t *testing.T, total uint64) (*Target, *emuDriver) {
 	t.Helper()
 	g, f := openFake(t, total)
-	tg, err := onGPU(g, &fakeBLAS{f: f})
+	tg, err := onGPU(g, &emuBLAS{f: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,44 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// fakeDriver implements driver in Go over host memory, with the semantics
-// the CUDA driver API documents, so that everything above the library (the
-// mem.Device contract, OOM errors, bounds checks, the row-major to
-// column-major GEMM mapping) is tested without a GPU. The real library is
-// only reached through load_cuda.go, which the GPU tests (-tags cuda)
-// exercise.
-type fakeDriver struct {
+// An emulated GPU: the driver API and cuBLAS written in Go over host
+// memory, with the semantics their documentation gives, and kernel
+// launches run by the PTX interpreter (package ptx/interp) on the exact
+// text a GPU's driver would JIT-compile. Everything above the libraries
+// runs on it unchanged: the mem.Device contract, OOM errors, bounds
+// checks, the row-major to column-major GEMM mapping, and whole training
+// runs of the backend (slowly: the interpreter runs a few hundred million
+// instructions a second at best). The real libraries are only reached
+// through load_cuda.go, which the GPU tests (-tags cuda) exercise.
+
+// NewEmulated returns the CUDA backend on an emulated GPU of total bytes
+// of device memory (compute capability 9.0, a CUDA 12.8 driver): device
+// addresses are not host pointers, each cuMemAlloc is charged to the
+// free count rounded up to 2 MiB as the driver does, every kernel runs
+// in the PTX interpreter (which fails a launch that reads or writes
+// outside every allocation, or races in shared memory, as
+// CUDA_ERROR_ILLEGAL_ADDRESS with the interpreter's message), products
+// run on the host's float32 GEMM. Close releases it.
+func NewEmulated(total int64) (*Target, error) {
+	if total <= 0 {
+		return nil, fmt.Errorf("cuda: an emulated GPU of %d bytes", total)
+	}
+	f := newEmuDriver(uint64(total))
+	g, err := open(f, 0)
+	if err != nil {
+		return nil, err
+	}
+	t, err := onGPU(g, &emuBLAS{f: f})
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	t.rt.owned = true
+	return t, nil
+}
+
+// emuDriver implements driver in Go over host memory (see NewEmulated).
+type emuDriver struct {
 	mu          sync.Mutex
 	devices     int
 	total       uint64 // device memory
@@ -42,26 +73,26 @@ type fakeDriver struct {
 	lastLaunchErr error
 }
 
-const fakeCtx = 0xc0ffee
+const emuCtx = 0xc0ffee
 
-func newFakeDriver(total uint64) *fakeDriver {
-	return &fakeDriver{devices: 1, total: total, granularity: 2 << 20, next: 1 << 40,
+func newEmuDriver(total uint64) *emuDriver {
+	return &emuDriver{devices: 1, total: total, granularity: 2 << 20, next: 1 << 40,
 		allocs: map[uint64][]byte{}, host: map[unsafe.Pointer][]byte{}, streams: map[uintptr]bool{},
 		modules: map[uintptr]*interp.Module{}, functions: map[uintptr]*interp.Program{}}
 }
 
-func (f *fakeDriver) lock() func() { f.mu.Lock(); return f.mu.Unlock }
+func (f *emuDriver) lock() func() { f.mu.Lock(); return f.mu.Unlock }
 
 // ready is the check the driver makes on calls that need a context.
-func (f *fakeDriver) ready() result {
-	if f.current != fakeCtx || f.retained == 0 {
+func (f *emuDriver) ready() result {
+	if f.current != emuCtx || f.retained == 0 {
 		return 201 // CUDA_ERROR_INVALID_CONTEXT
 	}
 	return cudaSuccess
 }
 
 // span returns the bytes [p, p+n) of one live allocation, or nil.
-func (f *fakeDriver) span(p, n uint64) []byte {
+func (f *emuDriver) span(p, n uint64) []byte {
 	for base, b := range f.allocs {
 		if p >= base && p-base+n <= uint64(len(b)) {
 			return b[p-base : p-base+n]
@@ -70,17 +101,19 @@ func (f *fakeDriver) span(p, n uint64) []byte {
 	return nil
 }
 
-func (f *fakeDriver) Init() result                    { return cudaSuccess }
-func (f *fakeDriver) DriverGetVersion() (int, result) { return 12080, cudaSuccess }
-func (f *fakeDriver) DeviceGetCount() (int, result)   { return f.devices, cudaSuccess }
-func (f *fakeDriver) DeviceGet(o int) (int32, result) {
+func (f *emuDriver) Init() result                    { return cudaSuccess }
+func (f *emuDriver) DriverGetVersion() (int, result) { return 12080, cudaSuccess }
+func (f *emuDriver) DeviceGetCount() (int, result)   { return f.devices, cudaSuccess }
+func (f *emuDriver) DeviceGet(o int) (int32, result) {
 	if o < 0 || o >= f.devices {
 		return 0, cudaErrorInvalidDev
 	}
 	return int32(o), cudaSuccess
 }
-func (f *fakeDriver) DeviceGetName(dev int32) (string, result) { return "Fake GPU", cudaSuccess }
-func (f *fakeDriver) DeviceGetAttribute(attr, dev int32) (int, result) {
+func (f *emuDriver) DeviceGetName(dev int32) (string, result) {
+	return "emulated GPU (PTX interpreter)", cudaSuccess
+}
+func (f *emuDriver) DeviceGetAttribute(attr, dev int32) (int, result) {
 	switch attr {
 	case attrComputeCapabilityMajor:
 		return 9, cudaSuccess
@@ -89,27 +122,27 @@ func (f *fakeDriver) DeviceGetAttribute(attr, dev int32) (int, result) {
 	}
 	return 0, cudaErrorInvalidVal
 }
-func (f *fakeDriver) DevicePrimaryCtxRetain(dev int32) (uintptr, result) {
+func (f *emuDriver) DevicePrimaryCtxRetain(dev int32) (uintptr, result) {
 	defer f.lock()()
 	f.retained++
-	return fakeCtx, cudaSuccess
+	return emuCtx, cudaSuccess
 }
-func (f *fakeDriver) DevicePrimaryCtxRelease(dev int32) result {
+func (f *emuDriver) DevicePrimaryCtxRelease(dev int32) result {
 	defer f.lock()()
 	f.retained--
 	return cudaSuccess
 }
-func (f *fakeDriver) CtxSetCurrent(ctx uintptr) result {
+func (f *emuDriver) CtxSetCurrent(ctx uintptr) result {
 	defer f.lock()()
 	f.current = ctx
 	return cudaSuccess
 }
-func (f *fakeDriver) CtxSynchronize() result { defer f.lock()(); return f.ready() }
-func (f *fakeDriver) MemGetInfo() (uint64, uint64, result) {
+func (f *emuDriver) CtxSynchronize() result { defer f.lock()(); return f.ready() }
+func (f *emuDriver) MemGetInfo() (uint64, uint64, result) {
 	defer f.lock()()
 	return f.total - f.used, f.total, f.ready()
 }
-func (f *fakeDriver) MemAlloc(n uint64) (uint64, result) {
+func (f *emuDriver) MemAlloc(n uint64) (uint64, result) {
 	defer f.lock()()
 	if r := f.ready(); r != cudaSuccess {
 		return 0, r
@@ -131,7 +164,7 @@ func (f *fakeDriver) MemAlloc(n uint64) (uint64, result) {
 	f.allocs[p] = make([]byte, n)
 	return p, cudaSuccess
 }
-func (f *fakeDriver) MemFree(p uint64) result {
+func (f *emuDriver) MemFree(p uint64) result {
 	defer f.lock()()
 	b, ok := f.allocs[p]
 	if !ok {
@@ -141,7 +174,7 @@ func (f *fakeDriver) MemFree(p uint64) result {
 	delete(f.allocs, p)
 	return f.ready()
 }
-func (f *fakeDriver) MemsetD8(p uint64, v byte, n uint64) result {
+func (f *emuDriver) MemsetD8(p uint64, v byte, n uint64) result {
 	defer f.lock()()
 	s := f.span(p, n)
 	if s == nil {
@@ -154,7 +187,7 @@ func (f *fakeDriver) MemsetD8(p uint64, v byte, n uint64) result {
 	return f.ready()
 }
 func hostBytes(p unsafe.Pointer, n uint64) []byte { return unsafe.Slice((*byte)(p), n) }
-func (f *fakeDriver) MemcpyHtoD(dst uint64, src unsafe.Pointer, n uint64) result {
+func (f *emuDriver) MemcpyHtoD(dst uint64, src unsafe.Pointer, n uint64) result {
 	defer f.lock()()
 	s := f.span(dst, n)
 	if s == nil {
@@ -163,7 +196,7 @@ func (f *fakeDriver) MemcpyHtoD(dst uint64, src unsafe.Pointer, n uint64) result
 	copy(s, hostBytes(src, n))
 	return f.ready()
 }
-func (f *fakeDriver) MemcpyDtoH(dst unsafe.Pointer, src, n uint64) result {
+func (f *emuDriver) MemcpyDtoH(dst unsafe.Pointer, src, n uint64) result {
 	defer f.lock()()
 	s := f.span(src, n)
 	if s == nil {
@@ -172,7 +205,7 @@ func (f *fakeDriver) MemcpyDtoH(dst unsafe.Pointer, src, n uint64) result {
 	copy(hostBytes(dst, n), s)
 	return f.ready()
 }
-func (f *fakeDriver) MemcpyDtoD(dst, src, n uint64) result {
+func (f *emuDriver) MemcpyDtoD(dst, src, n uint64) result {
 	defer f.lock()()
 	d, s := f.span(dst, n), f.span(src, n)
 	if d == nil || s == nil {
@@ -181,20 +214,20 @@ func (f *fakeDriver) MemcpyDtoD(dst, src, n uint64) result {
 	copy(d, s)
 	return f.ready()
 }
-func (f *fakeDriver) MemcpyHtoDAsync(dst uint64, src unsafe.Pointer, n uint64, s uintptr) result {
+func (f *emuDriver) MemcpyHtoDAsync(dst uint64, src unsafe.Pointer, n uint64, s uintptr) result {
 	if !f.streamOK(s) {
 		return cudaErrorInvalidVal
 	}
 	return f.MemcpyHtoD(dst, src, n)
 }
-func (f *fakeDriver) MemcpyDtoHAsync(dst unsafe.Pointer, src, n uint64, s uintptr) result {
+func (f *emuDriver) MemcpyDtoHAsync(dst unsafe.Pointer, src, n uint64, s uintptr) result {
 	if !f.streamOK(s) {
 		return cudaErrorInvalidVal
 	}
 	return f.MemcpyDtoH(dst, src, n)
 }
-func (f *fakeDriver) streamOK(s uintptr) bool { defer f.lock()(); return f.streams[s] }
-func (f *fakeDriver) MemHostAlloc(n uint64) (unsafe.Pointer, result) {
+func (f *emuDriver) streamOK(s uintptr) bool { defer f.lock()(); return f.streams[s] }
+func (f *emuDriver) MemHostAlloc(n uint64) (unsafe.Pointer, result) {
 	defer f.lock()()
 	// page-aligned, as cuMemHostAlloc's memory is
 	b := make([]byte, n+4096)
@@ -204,7 +237,7 @@ func (f *fakeDriver) MemHostAlloc(n uint64) (unsafe.Pointer, result) {
 	f.host[p] = b
 	return p, f.ready()
 }
-func (f *fakeDriver) MemFreeHost(p unsafe.Pointer) result {
+func (f *emuDriver) MemFreeHost(p unsafe.Pointer) result {
 	defer f.lock()()
 	if _, ok := f.host[p]; !ok {
 		return cudaErrorInvalidVal
@@ -212,13 +245,13 @@ func (f *fakeDriver) MemFreeHost(p unsafe.Pointer) result {
 	delete(f.host, p)
 	return f.ready()
 }
-func (f *fakeDriver) StreamCreate() (uintptr, result) {
+func (f *emuDriver) StreamCreate() (uintptr, result) {
 	defer f.lock()()
 	h := uintptr(len(f.streams) + 1)
 	f.streams[h] = true
 	return h, f.ready()
 }
-func (f *fakeDriver) StreamDestroy(s uintptr) result {
+func (f *emuDriver) StreamDestroy(s uintptr) result {
 	defer f.lock()()
 	if !f.streams[s] {
 		return cudaErrorInvalidVal
@@ -226,14 +259,14 @@ func (f *fakeDriver) StreamDestroy(s uintptr) result {
 	delete(f.streams, s)
 	return f.ready()
 }
-func (f *fakeDriver) StreamSynchronize(s uintptr) result {
+func (f *emuDriver) StreamSynchronize(s uintptr) result {
 	defer f.lock()()
 	if !f.streams[s] {
 		return cudaErrorInvalidVal
 	}
 	return f.ready()
 }
-func (f *fakeDriver) GetErrorName(r result) string {
+func (f *emuDriver) GetErrorName(r result) string {
 	switch r {
 	case cudaErrorInvalidVal:
 		return "CUDA_ERROR_INVALID_VALUE"
@@ -246,7 +279,7 @@ func (f *fakeDriver) GetErrorName(r result) string {
 	}
 	return fmt.Sprintf("CUresult %d", r)
 }
-func (f *fakeDriver) GetErrorString(r result) string {
+func (f *emuDriver) GetErrorString(r result) string {
 	if r == cudaErrorOutOfMemory {
 		return "out of memory"
 	}
@@ -256,7 +289,7 @@ func (f *fakeDriver) GetErrorString(r result) string {
 	return ""
 }
 
-func (f *fakeDriver) ModuleLoadData(ptx string) (uintptr, result) {
+func (f *emuDriver) ModuleLoadData(ptx string) (uintptr, result) {
 	defer f.lock()()
 	if r := f.ready(); r != cudaSuccess {
 		return 0, r
@@ -269,7 +302,7 @@ func (f *fakeDriver) ModuleLoadData(ptx string) (uintptr, result) {
 	f.modules[h] = m
 	return h, cudaSuccess
 }
-func (f *fakeDriver) ModuleUnload(m uintptr) result {
+func (f *emuDriver) ModuleUnload(m uintptr) result {
 	defer f.lock()()
 	if f.modules[m] == nil {
 		return 400 // CUDA_ERROR_INVALID_HANDLE
@@ -277,7 +310,7 @@ func (f *fakeDriver) ModuleUnload(m uintptr) result {
 	delete(f.modules, m)
 	return f.ready()
 }
-func (f *fakeDriver) ModuleGetFunction(m uintptr, name string) (uintptr, result) {
+func (f *emuDriver) ModuleGetFunction(m uintptr, name string) (uintptr, result) {
 	defer f.lock()()
 	mod := f.modules[m]
 	if mod == nil {
@@ -296,7 +329,7 @@ func (f *fakeDriver) ModuleGetFunction(m uintptr, name string) (uintptr, result)
 // device allocation (an access outside all of them is the launch's
 // failure, as an illegal address is on a GPU; the interpreter's error is
 // kept in lastLaunchErr).
-func (f *fakeDriver) LaunchKernel(fn uintptr, a *launchArgs, stream uintptr) result {
+func (f *emuDriver) LaunchKernel(fn uintptr, a *launchArgs, stream uintptr) result {
 	defer f.lock()()
 	p := f.functions[fn]
 	if p == nil || !f.streams[stream] || a.Grid[1] != 1 || a.Grid[2] != 1 || a.Block[1] != 1 || a.Block[2] != 1 {
@@ -318,32 +351,32 @@ func (f *fakeDriver) LaunchKernel(fn uintptr, a *launchArgs, stream uintptr) res
 	return f.ready()
 }
 
-// fakeBLAS implements blas on a fakeDriver's memory: GEMM as the cuBLAS
+// emuBLAS implements blas on an emuDriver's memory: GEMM as the cuBLAS
 // documentation defines it, column-major, C = alpha·op(A)·op(B) + beta·C
 // (C is not read when beta is 0), with its checks on the leading
 // dimensions. It sums in float64.
-type fakeBLAS struct {
-	f         *fakeDriver
+type emuBLAS struct {
+	f         *emuDriver
 	handles   int
 	workspace [2]uint64 // address, size
 	calls     int
 }
 
-func (b *fakeBLAS) Create() (uintptr, blasStatus) {
+func (b *emuBLAS) Create() (uintptr, blasStatus) {
 	b.handles++
 	return uintptr(b.handles), blasSuccess
 }
-func (b *fakeBLAS) Destroy(h uintptr) blasStatus { b.handles--; return blasSuccess }
-func (b *fakeBLAS) GetVersion(h uintptr) (int, blasStatus) {
+func (b *emuBLAS) Destroy(h uintptr) blasStatus { b.handles--; return blasSuccess }
+func (b *emuBLAS) GetVersion(h uintptr) (int, blasStatus) {
 	return 120903, blasSuccess
 }
-func (b *fakeBLAS) SetStream(h, s uintptr) blasStatus {
+func (b *emuBLAS) SetStream(h, s uintptr) blasStatus {
 	if !b.f.streamOK(s) {
 		return 7
 	}
 	return blasSuccess
 }
-func (b *fakeBLAS) SetWorkspace(h uintptr, p, n uint64) blasStatus {
+func (b *emuBLAS) SetWorkspace(h uintptr, p, n uint64) blasStatus {
 	defer b.f.lock()()
 	if p%256 != 0 || b.f.span(p, n) == nil {
 		return 7 // CUBLAS_STATUS_INVALID_VALUE
@@ -351,14 +384,14 @@ func (b *fakeBLAS) SetWorkspace(h uintptr, p, n uint64) blasStatus {
 	b.workspace = [2]uint64{p, n}
 	return blasSuccess
 }
-func (b *fakeBLAS) Sgemm(h uintptr, g *gemmArgs) blasStatus {
+func (b *emuBLAS) Sgemm(h uintptr, g *gemmArgs) blasStatus {
 	if g.AType != dataR32F || g.BType != dataR32F {
 		return 7
 	}
 	return b.gemm(g)
 }
-func (b *fakeBLAS) GemmEx(h uintptr, g *gemmArgs) blasStatus { return b.gemm(g) }
-func (b *fakeBLAS) StatusName(s blasStatus) string           { return statusName(s) }
+func (b *emuBLAS) GemmEx(h uintptr, g *gemmArgs) blasStatus { return b.gemm(g) }
+func (b *emuBLAS) StatusName(s blasStatus) string           { return statusName(s) }
 
 // rowMajor computes a product with tight leading dimensions, alpha 1 and
 // beta 0 or 1 (every product BLAS.MatMul makes) as the row-major product
@@ -366,7 +399,7 @@ func (b *fakeBLAS) StatusName(s blasStatus) string           { return statusName
 // column-major C [M, N] is the row-major Cᵀ [N, M] = op(B)ᵀ·op(A)ᵀ, each
 // operand's bytes the row-major transpose of its column-major matrix. It
 // reports false (computing nothing) for any other product.
-func (b *fakeBLAS) rowMajor(g *gemmArgs, rowsA, colsA, rowsB, colsB int) bool {
+func (b *emuBLAS) rowMajor(g *gemmArgs, rowsA, colsA, rowsB, colsB int) bool {
 	if *g.Alpha != 1 || (*g.Beta != 0 && *g.Beta != 1) || int(g.LDA) != rowsA || int(g.LDB) != rowsB || int(g.LDC) != int(g.M) {
 		return false
 	}
@@ -403,7 +436,7 @@ func (b *fakeBLAS) rowMajor(g *gemmArgs, rowsA, colsA, rowsB, colsB int) bool {
 	return true
 }
 
-func (b *fakeBLAS) gemm(g *gemmArgs) blasStatus {
+func (b *emuBLAS) gemm(g *gemmArgs) blasStatus {
 	defer b.f.lock()()
 	b.calls++
 	M, N, K := int(g.M), int(g.N), int(g.K)
