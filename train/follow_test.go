@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,3 +231,47 @@ func (c closeAt) OnBatchEnd(epoch, batch, batches int, loss float64) {
 	}
 }
 func (c closeAt) OnEpochEnd(*train.Trainer, *train.EpochLog) error { return nil }
+
+// mallocCounter reads the process's mallocs after steps 20 and 60.
+type mallocCounter struct {
+	m  runtime.MemStats
+	at []uint64
+	n  int
+}
+
+func (s *mallocCounter) OnBatchEnd(epoch, batch, batches int, loss float64) {
+	s.n++
+	if s.n == 20 || s.n == 60 {
+		runtime.ReadMemStats(&s.m)
+		s.at = append(s.at, s.m.Mallocs)
+	}
+}
+func (s *mallocCounter) OnEpochEnd(*train.Trainer, *train.EpochLog) error { return nil }
+
+// TestLiveBudgetAllocatesNothing: following a live budget adds no heap
+// allocation to the steady-state steps (40 steps counted, with and
+// without a live source that never squeezes).
+func TestLiveBudgetAllocatesNothing(t *testing.T) {
+	data := blobs(11, 512*64, 16, 4)
+	var got [2]uint64
+	for i, live := range []bool{false, true} {
+		c := train.Config{Model: recoveryModel(), Optimizer: &optim.SGD{Momentum: 0.9}, Epochs: 1, Batch: 512, Seed: 5, NoWatchdog: true}
+		mc := &mallocCounter{}
+		c.Callbacks = []train.Callback{mc}
+		if live {
+			ls := &liveSource{room: 1 << 40, low: 1 << 40, from: 1 << 30}
+			ls.budget.Store(ls.room)
+			c.Live = ls
+		}
+		tr, h := fit(t, c, data)
+		tr.Close()
+		if len(mc.at) != 2 || len(h.Events) != 0 {
+			t.Fatalf("counted %v, events %v", mc.at, h.Events)
+		}
+		got[i] = mc.at[1] - mc.at[0]
+	}
+	t.Logf("mallocs over 40 steps: %d without a live budget, %d with", got[0], got[1])
+	if got[1] > got[0] {
+		t.Errorf("following the live budget allocated %d more times over 40 steps, want none", got[1]-got[0])
+	}
+}

@@ -18,6 +18,7 @@ type program struct {
 	p      *compile.Program
 	x      *runtime.Executable
 	batch  int // examples per run (a micro-batch when accumulating)
+	bucket int // the bucket length it runs at (0: the model's own)
 	mode   step.Mode
 	in     struct{ x, y, step tensor.Tensor }
 	hyper  map[string]tensor.Tensor
@@ -85,18 +86,30 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 			}
 		}
 	}
-	if evalN > 0 {
-		be := min(c.evalBatch(), evalN)
-		if err := add("eval", be, step.Eval); err != nil {
+	if err := c.addEval(add, evalN); err != nil {
+		return nil, err
+	}
+	if len(c.buckets) > 1 {
+		if err := c.addBuckets(progs); err != nil {
 			return nil, err
-		}
-		if r := evalN % be; r != 0 {
-			if err := add("eval_tail", r, step.Eval); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return progs, nil
+}
+
+// addEval adds the evaluation programs of evalN examples.
+func (c *Config) addEval(add func(key string, b int, mode step.Mode) error, evalN int) error {
+	if evalN <= 0 {
+		return nil
+	}
+	be := min(c.evalBatch(), evalN)
+	if err := add("eval", be, step.Eval); err != nil {
+		return err
+	}
+	if r := evalN % be; r != 0 {
+		return add("eval_tail", r, step.Eval)
+	}
+	return nil
 }
 
 // RunPlan is what a run reserves, known before it reserves anything.
@@ -123,6 +136,10 @@ type RunPlan struct {
 	// device backend would load (a CUDA run's kernels are rendered from
 	// their instructions).
 	Programs []*compile.Program
+	// Buckets are a bucketed text's buckets, each with what a run of that
+	// bucket alone would reserve (its programs, the data and the pipeline);
+	// the run reserves them all in one session: Peak.
+	Buckets []BucketPlan
 
 	trainN, evalN int // the data sizes the programs were compiled for
 }
@@ -149,8 +166,14 @@ func PlanFor(cfg Config, d *Data) (*RunPlan, error) {
 
 // planRun compiles the run's programs for d and plans them with the data.
 func (c *Config) planRun(d *Data) (map[string]*program, *RunPlan, error) {
+	if err := c.forBuckets(d); err != nil {
+		return nil, nil, err
+	}
 	trainN, evalN := d.trainN(), d.info.HeldOut
-	if d.text != nil {
+	switch {
+	case len(c.buckets) > 0: // batches padded to the batch: no smaller last one
+		trainN, evalN = c.Batch, c.evalBatch()
+	case d.text != nil:
 		trainN, evalN = c.Batch, d.text.valWindows()
 	}
 	progs, err := c.compileAll(trainN, evalN)
@@ -177,6 +200,9 @@ func (c *Config) planRunWith(d *Data, progs map[string]*program) (*RunPlan, erro
 		Programs: list, trainN: d.trainN(), evalN: d.info.HeldOut}
 	if d.text != nil {
 		rp.trainN, rp.evalN = c.Batch, d.text.valWindows()
+		if len(c.buckets) > 0 {
+			rp.evalN = c.evalBatch()
+		}
 	}
 	rp.Streamed, rp.From = d.Streamed()
 	if c.Backend.HostAddressable() { // else host memory, beside the device's plan
@@ -191,6 +217,7 @@ func (c *Config) planRunWith(d *Data, progs map[string]*program) (*RunPlan, erro
 	}
 	rp.Totals[mem.Input] += rp.DataBytes + rp.PipelineBytes
 	rp.Peak = sum(rp.Totals)
+	rp.Buckets = c.bucketPlans(progs, rp.DataBytes+rp.PipelineBytes)
 	return rp, nil
 }
 
@@ -229,7 +256,13 @@ func (c Config) maxBatch(d *Data, budget int64, limit int) (int, error) {
 		}
 		return rp.Peak <= budget, nil
 	}
-	lo, hi := 0, limit // fits(lo) holds (0 by convention); find the largest
+	return largest(0, limit, fits)
+}
+
+// largest returns the largest n in [lo, hi] for which fits holds, given
+// that it holds for lo (by convention when lo is 0) and, past some n, for
+// none above: a bisection.
+func largest(lo, hi int, fits func(int) (bool, error)) (int, error) {
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		ok, err := fits(mid)
