@@ -15,8 +15,9 @@ const (
 )
 
 // wiring lists the packages outside backend/ that may import backend/cuda to
-// wire it into the command (none does today).
-var wiring = []string{"cmd", "internal/cli"}
+// wire it into a command: the command, its CLI, and the hardware check
+// (bench/gpucheck, run by scripts/gpu-check.sh).
+var wiring = []string{"cmd", "internal/cli", "bench/gpucheck"}
 
 // mentions reports whether the build constraint x mentions tag, either way
 // (cuda or !cuda).
