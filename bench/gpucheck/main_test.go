@@ -104,6 +104,14 @@ func TestParseTorch(t *testing.T) {
 	if got["gpt"]["eager"].PeakBytes != 1024 || got["gpt"]["compile"].SamplesPerSec != 20 {
 		t.Errorf("got %+v", got)
 	}
+	// lines as scripts/gpu_check_torch.py writes them (its smoke run on a CPU)
+	real, err := readTorch("testdata/torch.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := real["mlp"]; r["eager"].SamplesPerSec <= 0 || r["compile"].Error == "" {
+		t.Errorf("testdata/torch.jsonl: got %+v", r)
+	}
 	for _, bad := range []string{`{"model":"gpt"}`, `{"mode":"eager"}`, `not json`} {
 		if _, err := parseTorch(strings.NewReader(bad), "t"); err == nil {
 			t.Errorf("%q: no error", bad)
