@@ -28,7 +28,7 @@
 # and carried to one that has no Go:
 #   scripts/gpu-check.sh build   # here: binaries into bench/out/gpu-check/ (about 30 MB)
 #   scripts/gpu-check.sh run     # on the GPU machine: uses them (builds first if Go is there and they are missing)
-#   scripts/gpu-check.sh         # both
+#   scripts/gpu-check.sh         # both (builds only where Go is)
 # Results (the table, logs, PyTorch's JSON lines) go to $OUT when it is set,
 # else to bench/out/gpu-check/results/.
 set -euo pipefail
@@ -52,7 +52,8 @@ build) build; exit 0 ;;
 run | all) ;;
 *) echo "usage: scripts/gpu-check.sh [build|run]" >&2; exit 2 ;;
 esac
-if [ "$mode" = all ] || { [ ! -x "$bin/gpucheck" ] && command -v go >/dev/null 2>&1; }; then
+# all: build where Go is; run: build only what is missing, where Go is
+if command -v go >/dev/null 2>&1 && { [ "$mode" = all ] || [ ! -x "$bin/gpucheck" ]; }; then
   build
 fi
 for b in headroom gpucheck cuda.test; do

@@ -14,6 +14,7 @@ import (
 	"github.com/headroom-ml/headroom/datasets"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
@@ -45,7 +46,11 @@ func TestKernelSuiteOnGPU(t *testing.T) {
 
 // The reference mlp and cnn train on the GPU for 50 steps: the final
 // weights are the host run's within 1e-4 relative (of each variable's
-// largest magnitude), and the device ledger's peak is the plan's.
+// largest magnitude, or 1e-3 where that is smaller), and the device
+// ledger's peak is the plan's. They train with SGD and momentum: Adam's
+// first steps move each weight by about ±lr whatever its gradient's size,
+// so weights whose gradients are near zero would follow the rounding of
+// sums taken in another order (cuBLAS's), as bench/gpucheck explains.
 func TestTrainOnGPU(t *testing.T) {
 	trainSet, testSet, err := datasets.Digits()
 	if err != nil {
@@ -58,7 +63,8 @@ func TestTrainOnGPU(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cfg := train.Config{Model: m, Epochs: 3, Batch: 64, MaxSteps: 50, Seed: 5, Backend: b, NoWatchdog: true}
+				cfg := train.Config{Model: m, Epochs: 3, Batch: 64, MaxSteps: 50, Seed: 5, Backend: b, NoWatchdog: true,
+					Optimizer: &optim.SGD{Momentum: 0.9}, Schedule: optim.Constant(0.01)}
 				tr, err := train.New(cfg, train.InMemory(trainSet, testSet))
 				if err != nil {
 					t.Fatal(err)
@@ -88,7 +94,7 @@ func TestTrainOnGPU(t *testing.T) {
 			worst := 0.0
 			for name, hw := range hostW {
 				gw := gpuW[name]
-				scale := 0.0
+				scale := 1e-3
 				for _, v := range hw {
 					scale = max(scale, math.Abs(v))
 				}

@@ -5,7 +5,9 @@
 // row of a table (Markdown, to be pasted into BENCHMARKS.md):
 //
 //   - weights: the largest difference of the final weights from the
-//     host's, relative to each variable's largest magnitude (1e-4 at most);
+//     host's, relative to each variable's largest magnitude (1e-4 at most;
+//     trained with SGD and momentum for this, see weightsOptimizer; the
+//     other columns are the workload's own run, with Adam);
 //   - planned == measured: the plan's peak against the device ledger's;
 //   - driver: cuMemGetInfo's drop while the plan was reserved, against what
 //     the plan's allocations take at the driver's 2 MiB granularity (the
@@ -70,6 +72,7 @@ type options struct {
 	torch    string
 	emulated bool // an emulated GPU and small models
 	threads  int
+	log      io.Writer // how long each part took (stderr)
 	// plant, when set, changes the GPU run's config only: a planted
 	// difference the check must report (tests).
 	plant func(*train.Config)
@@ -77,7 +80,7 @@ type options struct {
 
 // parseFlags parses gpucheck's command line.
 func parseFlags(args []string, errs io.Writer) (options, error) {
-	o := options{}
+	o := options{log: errs}
 	fs := flag.NewFlagSet("gpucheck", flag.ContinueOnError)
 	fs.SetOutput(errs)
 	fs.IntVar(&o.device, "device", 0, "the CUDA device")

@@ -76,7 +76,7 @@ func parseTorch(r io.Reader, name string) (map[string]map[string]torchResult, er
 // and the speed and memory targets; it reports whether no row has a
 // problem.
 func printTable(w io.Writer, rows []*row) bool {
-	fmt.Fprintln(w, "| model | weights vs CPU (≤1e-4) | plan | ledger peak | driver drop / allocations | plan−1 B | fit-to-budget (budget: peak/micro-batches) | samples/s | torch eager | torch compile | ×eager | peak vs torch eager | result |")
+	fmt.Fprintln(w, "| model | weights vs CPU, SGD (≤1e-4) | plan | ledger peak | driver drop / allocations | plan−1 B | fit-to-budget (budget: peak/micro-batches) | samples/s | torch eager | torch compile | ×eager | peak vs torch eager | result |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	ok := true
 	var targets []string
