@@ -13,7 +13,8 @@
 #      (scripts/gpu_check_torch.py: eager and torch.compile, samples/s and
 #      torch.cuda.max_memory_allocated);
 #   4. runs bench/gpucheck on the reference mlp, cnn, resnet and gpt (50
-#      steps on the host and on the GPU: weights, planned == measured,
+#      steps on the host and on the GPU: weights (under SGD with momentum,
+#      see docs/gpu.md), planned == measured,
 #      cuMemGetInfo's drop, OOM one byte under the plan, fit-to-budget under
 #      half the plan, speed and peak beside PyTorch's) and prints its table.
 # Exit status: 0 when every check passed; the table and a summary say what
