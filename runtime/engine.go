@@ -36,10 +36,34 @@ func NewEngine(b Backend, budget int64, opts ...EngineOption) *Engine {
 	}
 	if e.alloc == nil {
 		l := mem.NewLedger(b.Device().Name(), budget)
-		e.alloc = mem.NewAllocator(b.Device(), l, mem.AllocatorOptions{Site: CallerSite})
+		opt := mem.AllocatorOptions{Site: CallerSite}
+		if c, ok := b.(Chunked); ok {
+			opt.ChunkSize = c.AllocatorOptions().ChunkSize
+		}
+		e.alloc = mem.NewAllocator(b.Device(), l, opt)
 	}
 	e.ledger = e.alloc.Ledger()
+	if s, ok := b.(Staged); ok && e.host == nil && !b.HostAddressable() {
+		if dev := s.StagingDevice(); dev != nil {
+			e.host = mem.NewAllocator(dev, mem.NewLedger("host", 0), mem.AllocatorOptions{Site: CallerSite})
+		}
+	}
 	return e
+}
+
+// Chunked is a Backend that says how its device's memory is to be
+// reserved (a GPU's: in chunks of the driver's granularity, anything
+// larger in one allocation of its own size).
+type Chunked interface {
+	AllocatorOptions() mem.AllocatorOptions
+}
+
+// Staged is a Backend whose inputs, outputs and variables are staged
+// through host memory of its own (a GPU's pinned memory, which its copies
+// need to run asynchronously); the engine's host allocator maps it,
+// charging the host ledger.
+type Staged interface {
+	StagingDevice() mem.Device
 }
 
 // EngineOption sets how an engine takes its memory.
@@ -88,7 +112,7 @@ func (e *Engine) hostAlloc() *mem.Allocator {
 // the memory. Engines' allocators record it in their ledgers for reports.
 func CallerSite() string {
 	return site.Caller(1, func(fn string) bool {
-		return site.InPackages(fn, "mem", "runtime", "train", "step", "backend/cpu", "backend/sim")
+		return site.InPackages(fn, "mem", "runtime", "train", "step", "backend/cpu", "backend/sim", "backend/cuda")
 	})
 }
 

@@ -48,6 +48,42 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+step "NVIDIA's PTX assembler (ptxas)"
+# The GPU kernels (backend/cuda/ptx) are assembled by ptxas for sm_80 and
+# sm_90 in the unit tests. It is in Debian's non-free section: a sources
+# entry for contrib and non-free is made from the machine's own first
+# entry (so no host is written here), and nvidia-cuda-toolkit is
+# downloaded (84 MB, CUDA 11.8) and unpacked into the cache, not installed
+# (installing pulls 2.8 GB): only usr/bin/ptxas is kept, which needs
+# nothing but libc. Cached: later runs find it and do nothing.
+ptxas_cache=${HEADROOM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/headroom}/nvidia-cuda-toolkit
+export HEADROOM_PTXAS=${HEADROOM_PTXAS:-$ptxas_cache/usr/bin/ptxas}
+export HEADROOM_REQUIRE_PTXAS=1
+if [ ! -x "$HEADROOM_PTXAS" ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/test.sh: ptxas is missing ($HEADROOM_PTXAS): run as root once to fetch it, or set HEADROOM_PTXAS" >&2
+    exit 1
+  fi
+  nonfree=/etc/apt/sources.list.d/headroom-nonfree.sources
+  if [ ! -f "$nonfree" ]; then
+    [ -f /etc/apt/sources.list.d/debian.sources ] || { echo "scripts/test.sh: no /etc/apt/sources.list.d/debian.sources to take the archive from" >&2; exit 1; }
+    # the first stanza (up to the first blank line), with contrib and non-free
+    awk 'BEGIN { RS = ""; ORS = "\n" } NR == 1 { print; exit }' /etc/apt/sources.list.d/debian.sources |
+      sed -E 's/^Components:.*/Components: contrib non-free/' >"$nonfree.tmp"
+    mv "$nonfree.tmp" "$nonfree"
+  fi
+  apt-get update -qq >/dev/null
+  dl=$(mktemp -d)
+  (cd "$dl" && apt-get download -qq nvidia-cuda-toolkit >/dev/null 2>&1)
+  unpacked=$(mktemp -d)
+  dpkg -x "$dl"/nvidia-cuda-toolkit_*.deb "$unpacked"
+  mkdir -p "$ptxas_cache/usr/bin"
+  mv "$unpacked/usr/bin/ptxas" "$ptxas_cache/usr/bin/ptxas.tmp"
+  mv "$ptxas_cache/usr/bin/ptxas.tmp" "$ptxas_cache/usr/bin/ptxas"
+  rm -rf "$dl" "$unpacked"
+fi
+"$HEADROOM_PTXAS" --version | tail -1
+
 step "modules"
 go mod download
 
@@ -78,7 +114,10 @@ step "unit tests"
 export HEADROOM_REQUIRE_NODE=1
 # the whole-process packages (internal/cli, internal/promise: real runs in
 # memory cgroups, under mpirun) take minutes; a loaded machine doubles that
+export HEADROOM_PTX_REPORT=${TMPDIR:-/tmp}/headroom-ptxas.txt
 go test -count=1 -timeout 30m ./...
+echo "ptxas: registers of every kernel of the reference models (backend/cuda TestKernelsAssemble)"
+cat "$HEADROOM_PTX_REPORT"
 
 step "race tests (concurrent packages)"
 race_pkgs=$(go list ./mem/... ./data/... ./runtime/... ./kernels ./train 2>/dev/null || true)

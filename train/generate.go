@@ -45,14 +45,27 @@ type Generator struct {
 	window     []byte // the bytes in the cache, in order
 	probs      []float64
 	hasPos     bool
-	stateBytes [][]byte // the caches, zeroed when the window slides
+	stateBytes [][]byte            // the caches, zeroed when the window slides (a host backend)
+	stateVars  []*runtime.Variable // the same on a device: zeroed by a copy of zeros
+	zeros      []byte
 	steps      int
+	ownBackend bool // NewGenerator made the backend: Close closes it
 }
 
 // NewGenerator compiles mf's decoding step for the host with threads
 // threads, reserves it under budget bytes (<= 0: none) and sets the
 // weights.
-func NewGenerator(mf *ModelFile, threads int, budget int64) (_ *Generator, err error) {
+func NewGenerator(mf *ModelFile, threads int, budget int64) (*Generator, error) {
+	g, err := NewGeneratorOn(mf, cpu.New(threads), budget)
+	if g != nil {
+		g.ownBackend = true
+	}
+	return g, err
+}
+
+// NewGeneratorOn is NewGenerator on backend b (a GPU's: the caller closes
+// it).
+func NewGeneratorOn(mf *ModelFile, b runtime.Backend, budget int64) (_ *Generator, err error) {
 	m, ok := mf.Model.(decoder)
 	if !ok && mf.Registered != nil {
 		if built, err := nn.NewModel(mf.Registered.Name, mf.Registered.Input, mf.Registered.Classes); err == nil {
@@ -66,7 +79,7 @@ func NewGenerator(mf *ModelFile, threads int, budget int64) (_ *Generator, err e
 	if len(in) != 1 || in[0].Shape.Rank() != 1 {
 		return nil, fmt.Errorf("train: %s: a language model reads one window of tokens; this one reads %v", mf.Path, in)
 	}
-	g := &Generator{backend: cpu.New(threads), Context: in[0].Shape[0]}
+	g := &Generator{backend: b, Context: in[0].Shape[0]}
 	defer func() {
 		if err != nil {
 			g.Close()
@@ -117,7 +130,7 @@ func (g *Generator) Close() {
 		g.engine.Close()
 		g.engine = nil
 	}
-	if cl, ok := g.backend.(interface{ Close() }); ok {
+	if cl, ok := g.backend.(interface{ Close() }); ok && g.ownBackend {
 		cl.Close()
 	}
 }
@@ -140,10 +153,18 @@ func (g *Generator) bind() error {
 		g.mask = m.Bytes()
 	}
 	for _, v := range g.engine.Variables() {
-		if isState(v.Name) {
-			g.stateBytes = append(g.stateBytes, v.Tensor().Bytes())
-			g.cache += mem.Align(v.Bytes())
+		if !isState(v.Name) {
+			continue
 		}
+		if g.backend.HostAddressable() {
+			g.stateBytes = append(g.stateBytes, v.Tensor().Bytes())
+		} else {
+			g.stateVars = append(g.stateVars, v)
+			if int(v.Bytes()) > len(g.zeros) {
+				g.zeros = make([]byte, v.Bytes())
+			}
+		}
+		g.cache += mem.Align(v.Bytes())
 	}
 	g.probs = make([]float64, g.vocab)
 	return nil
@@ -185,6 +206,11 @@ func (g *Generator) feed(b byte) error {
 		g.at, g.window = 0, g.window[:0]
 		for _, st := range g.stateBytes {
 			clear(st)
+		}
+		for _, v := range g.stateVars {
+			if err := v.Write(g.zeros[:v.Bytes()]); err != nil {
+				return err
+			}
 		}
 		clear(g.mask)
 		for _, k := range keep {

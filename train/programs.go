@@ -131,6 +131,11 @@ type RunPlan struct {
 	// pass, and StorageNote why when that is not its 16-bit layout.
 	Storage     StorageChoice
 	StorageNote string
+	// Programs are the compiled programs the run would reserve (the
+	// training step, its partial last batch, evaluation), by name: what a
+	// device backend would load (a CUDA run's kernels are rendered from
+	// their instructions).
+	Programs []*compile.Program
 	// Buckets are a bucketed text's buckets, each with what a run of that
 	// bucket alone would reserve (its programs, the data and the pipeline);
 	// the run reserves them all in one session: Peak.
@@ -189,9 +194,10 @@ func (c *Config) planRunWith(d *Data, progs map[string]*program) (*RunPlan, erro
 	for _, pr := range progs {
 		list = append(list, pr.p)
 	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	res := runtime.Reserve(list)
 	rp := &RunPlan{Step: progs["train"].p.Plan, Totals: res.Totals, Storage: c.storage, StorageNote: c.storageNote,
-		trainN: d.trainN(), evalN: d.info.HeldOut}
+		Programs: list, trainN: d.trainN(), evalN: d.info.HeldOut}
 	if d.text != nil {
 		rp.trainN, rp.evalN = c.Batch, d.text.valWindows()
 		if len(c.buckets) > 0 {

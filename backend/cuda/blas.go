@@ -86,13 +86,19 @@ func (g *GPU) BLASWorkspaceBytes() int64 {
 // its workspace is on the ledger too. buf must stay allocated until b is
 // closed or given another workspace.
 func (b *BLAS) SetWorkspace(buf *mem.Buffer) error {
-	start := (uint64(buf.Ptr()) + 255) &^ 255
-	end := uint64(buf.Ptr()) + uint64(buf.Size())
-	if buf.Ptr() == 0 || end <= start {
-		return fmt.Errorf("cuda: cublasSetWorkspace_v2 on %s: a %d-byte buffer holds no 256-byte aligned workspace", b.g.name, buf.Size())
+	return b.setWorkspaceAt(buf.Ptr(), uint64(buf.Size()))
+}
+
+// setWorkspaceAt is SetWorkspace on n bytes at device address p (the
+// 256-byte aligned part of them).
+func (b *BLAS) setWorkspaceAt(p uintptr, n uint64) error {
+	start := (uint64(p) + 255) &^ 255
+	end := uint64(p) + n
+	if p == 0 || end <= start {
+		return fmt.Errorf("cuda: cublasSetWorkspace_v2 on %s: a %d-byte buffer holds no 256-byte aligned workspace", b.g.name, n)
 	}
-	n := (end - start) &^ 255
-	if err := b.g.check("cublasSetWorkspace_v2", uintptr(start), int64(n)); err != nil {
+	size := (end - start) &^ 255
+	if err := b.g.check("cublasSetWorkspace_v2", uintptr(start), int64(size)); err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -100,7 +106,7 @@ func (b *BLAS) SetWorkspace(buf *mem.Buffer) error {
 	if err := b.g.enter("cublasSetWorkspace_v2"); err != nil {
 		return err
 	}
-	s := b.lib.SetWorkspace(b.h, start, n)
+	s := b.lib.SetWorkspace(b.h, start, size)
 	b.g.leave()
 	if err := blasError(b.lib, b.g.name, "cublasSetWorkspace_v2", s); err != nil {
 		return err

@@ -1,10 +1,13 @@
-// Package cuda is headroom's NVIDIA GPU device code: device memory as a
-// mem.Device, so that a GPU's memory is charged to a ledger and refused
-// with *mem.OOMError exactly as host memory is, pinned host memory,
-// streams, and cuBLAS GEMM. It is not a backend yet: nothing here
-// implements runtime.Backend (or compile.Target), so the runtime cannot
-// reserve a plan on a GPU or run a Program there; a later change builds
-// that backend on this package, beside backend/cpu and backend/sim.
+// Package cuda is headroom's CUDA backend and the NVIDIA GPU device code
+// under it. Target is compile's Target and runtime's Backend on one GPU:
+// the plan's arena is one cuMemAlloc of exactly its size, weights and
+// optimizer state sit in device memory on the device ledger, inputs are
+// staged through pinned host memory on the host ledger, and every
+// instruction runs as kernels rendered in Go as PTX text (package ptx,
+// loaded with cuModuleLoadData, no nvcc) or as products on cuBLAS, queued
+// in order on one stream. Below it: device memory as a mem.Device, so that
+// a GPU's memory is charged to a ledger and refused with *mem.OOMError
+// exactly as host memory is, pinned host memory, streams, and cuBLAS GEMM.
 //
 // Terms:
 //   - GPU: one CUDA device through its primary context (Open, Device). It is
@@ -21,6 +24,9 @@
 //     mem.Device: the staging area input batches pass through, charged to
 //     the host ledger (category input) by an Allocator over it.
 //   - Stream: an ordered queue of device work (cuStreamCreate).
+//   - Target: the backend (New opens device N; Planning states a device
+//     without one, to plan and render its kernels; NewEmulated runs on an
+//     emulated GPU, below).
 //   - BLAS: a cuBLAS handle. MatMul takes row-major operands with the shapes
 //     of kernels.MatMul and computes them as the column-major transposed
 //     problem (dstᵀ = op(b)ᵀ·op(a)ᵀ) with cublasSgemm_v2; MatMulEx does the
@@ -45,26 +51,30 @@
 //
 // Tests: in the default build, gpu_fake_test.go runs everything but the
 // purego calls against a driver and a cuBLAS written in Go over host
-// memory (fake_test.go): opening a device, ParseDevice (with a fuzz
+// memory (emulated.go): opening a device, ParseDevice (with a fuzz
 // target), Map of exactly the size asked, OOM errors naming the device
 // and the driver's free memory, an Allocator over a GPU, the bounds checks
 // of every copy, pinned memory and streams, the row-major to column-major
 // GEMM mapping against kernels.MatMul, SetWorkspace, and concurrent use;
 // stub_test.go checks that every entry point fails with ErrNotBuilt. The
-// tests built with -tags cuda (gpu_test.go) need a GPU and fail, saying
-// what is missing, without one; testdata/fakelib/run.sh runs them against
-// a C stand-in for libcuda and libcublas to check the bindings' calling
-// conventions on a machine without a GPU. The device path of the runtime
-// (staged copies, planned == measured on a device's own ledger, OOM at
-// reservation) is tested on the simulated device in backend/sim, not here.
+// same emulated driver runs kernel launches in the PTX interpreter
+// (ptx/interp) on the exact text a driver would compile, so whole runs go
+// through the backend with no GPU (NewEmulated; train_fake_test.go): the
+// reference mlp and cnn, and small gpt and lstm, match the host's losses
+// within 1e-5 relative, planned == measured on the device ledger, and a
+// budget one byte under the plan fails before step 1. ptxas_test.go
+// assembles every kernel of the six reference models (three precision
+// policies) with NVIDIA's ptxas for sm_80 and sm_90 (scripts/test.sh
+// fetches it). The tests built with -tags cuda (gpu_test.go,
+// gpu_suite_test.go) need a GPU and fail, saying what is missing, without
+// one: scripts/gpu-check.sh runs them on one, with bench/gpucheck;
+// testdata/fakelib/run.sh runs them against a C stand-in for libcuda and
+// libcublas to check the bindings' calling conventions without a GPU.
 //
-// Not here yet: device kernels other than GEMM. Their CUDA C sources and
-// the script that compiles them to PTX for sm_80 and sm_90 are in
-// kernels/ (build.sh); the PTX is to be committed beside them and embedded
-// once generated with nvcc. Running a compiled Program on a GPU also needs
-// the backend itself: a runtime.Backend whose Bind runs compile's
-// instructions on buffers of a GPU (the runtime already binds device
-// buffers as Spans and stages copies, as backend/sim shows).
+// Not here yet: NCCL (a data-parallel run's collectives: Bind refuses a
+// program with one), and copies on a stream of their own overlapping
+// compute (every step's work is queued in order on one stream). No run on
+// a real GPU has happened yet.
 //
 // # Memory semantics, for TensorFlow users
 //
@@ -96,10 +106,8 @@
 // each rounded up to 2 MiB, plus cuBLAS's handle and, unless SetWorkspace
 // is used, its workspace.
 //
-// In the life of a step, this package is meant to be the device under
-// mem for a CUDA backend: the compiler plans, the runtime reserves through
-// an Allocator over a GPU, and GEMMs run through BLAS on the reserved
-// buffers. Today nothing reserves a plan on a GPU: an Allocator over a
-// GPU and BLAS on its buffers are used by this package's own tests only,
-// and no command or trainer opens a GPU.
+// In the life of a step: the compiler asks Target what it runs and how
+// much workspace each instruction needs, the runtime reserves the plan
+// through an Allocator over the GPU, Bind renders and loads each
+// instruction's kernels once, and each step launches them in order.
 package cuda

@@ -80,6 +80,23 @@ type driver interface {
 	StreamSynchronize(s uintptr) result                                         // cuStreamSynchronize
 	GetErrorName(r result) string                                               // cuGetErrorName
 	GetErrorString(r result) string                                             // cuGetErrorString
+	// Kernels: a module from PTX text (JIT-compiled by the driver for the
+	// device), its entry by name, and a launch on a stream.
+	ModuleLoadData(ptx string) (uintptr, result)                  // cuModuleLoadData (the text, NUL-terminated)
+	ModuleUnload(m uintptr) result                                // cuModuleUnload
+	ModuleGetFunction(m uintptr, name string) (uintptr, result)   // cuModuleGetFunction
+	LaunchKernel(f uintptr, l *launchArgs, stream uintptr) result // cuLaunchKernel
+}
+
+// launchArgs are a kernel launch's dimensions and parameters, as
+// cuLaunchKernel takes them: Params points to one pointer per kernel
+// parameter, each to the parameter's value (here every parameter is a
+// .u64 device address, held in Values).
+type launchArgs struct {
+	Grid, Block [3]uint32
+	Shared      uint32
+	Params      []unsafe.Pointer // Params[i] = &Values[i]
+	Values      []uint64
 }
 
 // cuBLAS operation and data type codes (cublas_api.h, library_types.h).

@@ -178,6 +178,19 @@ func (g *GPU) Mapped() int64 {
 	return g.mapped
 }
 
+// DriverBytes returns what the live mappings take from the driver's free
+// count (cuMemGetInfo): each cuMemAlloc rounded up to 2 MiB, the driver's
+// granularity.
+func (g *GPU) DriverBytes() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var n int64
+	for _, size := range g.regions {
+		n += (size + 2<<20 - 1) &^ (2<<20 - 1)
+	}
+	return n
+}
+
 // MemInfo returns the device's free and total memory (cuMemGetInfo_v2): free
 // counts what every process on the device has left.
 func (g *GPU) MemInfo() (free, total int64, err error) {

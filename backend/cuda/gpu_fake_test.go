@@ -14,12 +14,12 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// These tests run the package on fakeDriver and fakeBLAS (fake_test.go):
+// These tests run the package on emuDriver and emuBLAS (fake_test.go):
 // everything but the purego calls of load_cuda.go, in the default build.
 
-func openFake(t *testing.T, total uint64) (*GPU, *fakeDriver) {
+func openFake(t *testing.T, total uint64) (*GPU, *emuDriver) {
 	t.Helper()
-	f := newFakeDriver(total)
+	f := newEmuDriver(total)
 	g, err := open(f, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func openFake(t *testing.T, total uint64) (*GPU, *fakeDriver) {
 }
 
 func TestOpen(t *testing.T) {
-	f := newFakeDriver(1 << 30)
+	f := newEmuDriver(1 << 30)
 	f.devices = 2
 	g, err := open(f, 1)
 	if err != nil {
@@ -36,7 +36,7 @@ func TestOpen(t *testing.T) {
 	}
 	maj, min := g.ComputeCapability()
 	for _, c := range []struct{ what, got, want any }{
-		{"Name", g.Name(), "cuda:1"}, {"Model", g.Model(), "Fake GPU"}, {"Capacity", g.Capacity(), int64(1 << 30)},
+		{"Name", g.Name(), "cuda:1"}, {"Model", g.Model(), "emulated GPU (PTX interpreter)"}, {"Capacity", g.Capacity(), int64(1 << 30)},
 		{"Host", g.Host(), false}, {"compute capability", [2]int{maj, min}, [2]int{9, 0}}, {"retained contexts", f.retained, 1},
 	} {
 		if c.got != c.want {
@@ -402,7 +402,7 @@ func encode(x []float32, dt tensor.DType) []byte {
 // in float32 and, through MatMulEx, float16 and bfloat16 operands.
 func TestMatMulLayout(t *testing.T) {
 	g, f := openFake(t, 256<<20)
-	lib := &fakeBLAS{f: f}
+	lib := &emuBLAS{f: f}
 	b, err := g.newBLAS(lib)
 	if err != nil {
 		t.Fatal(err)
@@ -484,7 +484,7 @@ func TestMatMulLayout(t *testing.T) {
 // The workspace cuBLAS gets is the 256-byte aligned part of a ledger buffer.
 func TestSetWorkspace(t *testing.T) {
 	g, f := openFake(t, 256<<20)
-	lib := &fakeBLAS{f: f}
+	lib := &emuBLAS{f: f}
 	b, err := g.newBLAS(lib)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
@@ -115,6 +116,7 @@ type libcuda struct {
 	cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync                   uintptr
 	cuMemHostAlloc, cuMemFreeHost, cuStreamCreate, cuStreamDestroy, cuStreamSynchronize              uintptr
 	cuGetErrorName, cuGetErrorString                                                                 uintptr
+	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel                            uintptr
 }
 
 func openLibcuda() (*libcuda, error) {
@@ -151,6 +153,10 @@ func openLibcuda() (*libcuda, error) {
 		{addr: &l.cuStreamSynchronize, names: []string{"cuStreamSynchronize"}},
 		{addr: &l.cuGetErrorName, names: []string{"cuGetErrorName"}},
 		{addr: &l.cuGetErrorString, names: []string{"cuGetErrorString"}},
+		{addr: &l.cuModuleLoadData, names: []string{"cuModuleLoadData"}},
+		{addr: &l.cuModuleUnload, names: []string{"cuModuleUnload"}},
+		{addr: &l.cuModuleGetFunction, names: []string{"cuModuleGetFunction"}},
+		{addr: &l.cuLaunchKernel, names: []string{"cuLaunchKernel"}},
 	})
 	if err != nil {
 		return nil, err
@@ -317,6 +323,45 @@ func (l *libcuda) GetErrorString(c result) string {
 		return ""
 	}
 	return cString(p)
+}
+
+// cBytes returns s as a NUL-terminated C string.
+func cBytes(s string) []byte { return append([]byte(s), 0) }
+
+func (l *libcuda) ModuleLoadData(ptx string) (uintptr, result) {
+	var m uintptr
+	img := cBytes(ptx)
+	r, _, _ := purego.SyscallN(l.cuModuleLoadData, uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&img[0])))
+	runtime.KeepAlive(img)
+	return m, res(r)
+}
+
+func (l *libcuda) ModuleUnload(m uintptr) result {
+	r, _, _ := purego.SyscallN(l.cuModuleUnload, m)
+	return res(r)
+}
+
+func (l *libcuda) ModuleGetFunction(m uintptr, name string) (uintptr, result) {
+	var f uintptr
+	n := cBytes(name)
+	r, _, _ := purego.SyscallN(l.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), m, uintptr(unsafe.Pointer(&n[0])))
+	runtime.KeepAlive(n)
+	return f, res(r)
+}
+
+// LaunchKernel passes a's parameter pointers, which point into a.Values:
+// both stay reachable through a, which the caller keeps (a bound
+// program's launches are made once and reused, so a launch allocates
+// nothing).
+func (l *libcuda) LaunchKernel(f uintptr, a *launchArgs, stream uintptr) result {
+	var params uintptr
+	if len(a.Params) > 0 {
+		params = uintptr(unsafe.Pointer(&a.Params[0]))
+	}
+	r, _, _ := purego.SyscallN(l.cuLaunchKernel, f, uintptr(a.Grid[0]), uintptr(a.Grid[1]), uintptr(a.Grid[2]),
+		uintptr(a.Block[0]), uintptr(a.Block[1]), uintptr(a.Block[2]), uintptr(a.Shared), stream, params, 0)
+	runtime.KeepAlive(a)
+	return res(r)
 }
 
 // libcublas is cuBLAS: each field is the address of the entry point of the

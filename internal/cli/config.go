@@ -36,6 +36,11 @@ func (o *options) runConfig(info data.SetInfo) (train.Config, error) {
 	if o.isText() {
 		cfg.ClipNorm = 1 // as peers/seq.py trains
 	}
+	if b, budget, source, err := o.dev.backend(o.planOnly); err != nil {
+		return train.Config{}, err
+	} else if b != nil { // a GPU: the plan's budget is the device's
+		cfg.Backend, cfg.Budget, cfg.BudgetSource = b, budget, source
+	}
 	if o.keras != "" {
 		err = o.applyKeras(&cfg)
 	}

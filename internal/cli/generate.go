@@ -25,9 +25,12 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "random seed of the sampling")
 	threads := fs.Int("threads", defaultThreads(), "threads for kernels")
 	quiet := fs.Bool("quiet", false, "print only the generated text")
+	var dev deviceFlags
+	dev.register(fs, false)
 	if err := fs.Parse(args); err != nil {
 		return &usageError{err}
 	}
+	defer dev.close()
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
@@ -42,7 +45,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := train.NewGenerator(mf, *threads, 0)
+	g, err := newGenerator(mf, *threads, &dev)
 	if err != nil {
 		return err
 	}
@@ -71,6 +74,22 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(out, "headroom: %d bytes in %.2fs (%.0f bytes/s, %d steps); measured peak %s (plan %s)\n",
 		len(text), took.Seconds(), float64(len(text))/took.Seconds(), g.Steps(), mem.FormatBytes(g.Engine().Ledger().Peak()), mem.FormatBytes(p.Peak))
 	return nil
+}
+
+// newGenerator returns the generator on the host, or on the GPU --device
+// names under its budget.
+func newGenerator(mf *train.ModelFile, threads int, dev *deviceFlags) (*train.Generator, error) {
+	if err := dev.check(); err != nil {
+		return nil, err
+	}
+	b, budget, _, err := dev.backend(false)
+	if err != nil || b == nil {
+		if err != nil {
+			return nil, err
+		}
+		return train.NewGenerator(mf, threads, 0)
+	}
+	return train.NewGeneratorOn(mf, b, budget)
 }
 
 // cacheName names what the model keeps between bytes.

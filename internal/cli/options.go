@@ -32,10 +32,11 @@ type options struct {
 	text                               string // text: a file or folder of text to train on
 	userData                           bool   // --data: the held-out set is validation data, not a test set
 	kerasWeights                       bool
-	kerasConfig                        string          // --keras-config: the architecture of a weights-only --keras file
-	inputShapes                        []keras.Option  // --input-shape, each given
-	buckets                            []int           // --buckets, ascending
-	planOnly                           bool            // headroom plan: nothing runs
+	kerasConfig                        string         // --keras-config: the architecture of a weights-only --keras file
+	inputShapes                        []keras.Option // --input-shape, each given
+	buckets                            []int          // --buckets, ascending
+	planOnly                           bool           // headroom plan: nothing runs
+	dev                                deviceFlags
 	set                                map[string]bool // flags given on the command line
 	kf                                 *kerasFile      // --keras, once read
 }
@@ -154,6 +155,9 @@ func (o *options) check() error {
 	case o.batch%o.accumulate != 0:
 		return usagef("--batch %d does not split into --accumulate %d equal micro-batches", o.batch, o.accumulate)
 	}
+	if err := o.dev.check(); err != nil {
+		return err
+	}
 	if _, err := step.ParsePrecision(o.precision); err != nil {
 		return &usageError{err}
 	}
@@ -171,6 +175,9 @@ func (o *options) check() error {
 // comes from: the whole process's budget less the process itself; 0 when
 // no limit is known.
 func (o *options) planBudget() (int64, string) {
+	if o.dev.target != nil { // a GPU's plan: the device's budget
+		return o.dev.budget(), o.dev.source()
+	}
 	if o.processErr == nil && o.process.Plan > 0 {
 		return o.process.Plan, o.process.Describe()
 	}

@@ -75,6 +75,8 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	var f planFlags
 	fs := newFlagSet("plan", stdout)
 	o.register(fs)
+	o.dev.register(fs, true)
+	defer o.dev.close()
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
 	fs.IntVar(&f.ranks, "ranks", 1, "plan one process of a data-parallel run over this many (as under mpirun -np N): its share of --batch, the gradient buckets")
 	fs.BoolVar(&f.shard, "shard-optimizer", false, "with --ranks: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
@@ -99,6 +101,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	rp, err := train.PlanFor(cfg, d)
 	if err != nil {
+		return err
+	}
+	if err := o.writeKernels(stdout, rp, f.asJSON); err != nil {
 		return err
 	}
 	r, err := o.report(cfg, d, rp)

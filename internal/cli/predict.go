@@ -30,6 +30,7 @@ type inferFlags struct {
 	pipelineBudget    string
 	pipelineBudgetVal int64
 	df                dataFlags
+	dev               deviceFlags
 }
 
 func (f *inferFlags) register(fs *flag.FlagSet) {
@@ -41,6 +42,7 @@ func (f *inferFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.budget, "budget", "", "the process's memory budget, e.g. 128MiB (default: the limit it lives under): fail before the first batch if the plan does not fit")
 	fs.StringVar(&f.pipelineBudget, "pipeline-budget", "", "most memory the input pipeline may hold (default: 6 batches of examples, at least 8MiB)")
 	f.df.register(fs, false)
+	f.dev.register(fs, false)
 }
 
 // parse parses args and checks the flags.
@@ -56,6 +58,9 @@ func (f *inferFlags) parse(fs *flag.FlagSet, args []string) error {
 	}
 	if f.batch <= 0 || f.micro < 0 || f.threads <= 0 {
 		return usagef("--batch and --threads must be positive, --micro-batch >= 0")
+	}
+	if err := f.dev.check(); err != nil {
+		return err
 	}
 	var err error
 	if f.budget != "" {
@@ -118,8 +123,14 @@ func (f *inferFlags) open(w io.Writer, command string, src *data.Source, mf *tra
 	if err != nil {
 		return nil, none, err
 	}
-	p, err := train.NewPredictor(train.PredictConfig{Model: mf.Model, Weights: mf.Weight, Batch: f.batch, MicroBatch: f.micro,
-		Evaluate: evaluate, Loss: mf.Loss, Scale: src.ScaleOrDefault(), Threads: f.threads, Budget: f.planBudget, InputBudget: f.pipelineBudgetVal})
+	cfg := train.PredictConfig{Model: mf.Model, Weights: mf.Weight, Batch: f.batch, MicroBatch: f.micro,
+		Evaluate: evaluate, Loss: mf.Loss, Scale: src.ScaleOrDefault(), Threads: f.threads, Budget: f.planBudget, InputBudget: f.pipelineBudgetVal}
+	if b, budget, _, err := f.dev.backend(false); err != nil {
+		return nil, none, err
+	} else if b != nil { // a GPU: the plan's budget is the device's
+		cfg.Backend, cfg.Budget, f.planBudget = b, budget, budget
+	}
+	p, err := train.NewPredictor(cfg)
 	if err != nil {
 		return nil, none, err
 	}
@@ -151,6 +162,7 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 	if err := f.parse(fs, args); err != nil {
 		return err
 	}
+	defer f.dev.close()
 	if err := checkOut(*out, f.df.path, f.load); err != nil {
 		return err
 	}
@@ -208,6 +220,7 @@ func runEvaluate(args []string, stdout, stderr io.Writer) error {
 	if err := f.parse(fs, args); err != nil {
 		return err
 	}
+	defer f.dev.close()
 	w := stdout
 	if *quiet {
 		w = io.Discard

@@ -72,7 +72,7 @@ func (r *trainRun) setup() error {
 // follow makes the budget follow the container's limit while training,
 // when it came from one (no --budget) and --follow-limit is on.
 func (r *trainRun) follow() error {
-	if !r.f.followLimit || r.o.budgetBytes > 0 || r.o.processErr != nil {
+	if !r.f.followLimit || r.o.budgetBytes > 0 || r.o.processErr != nil || r.o.dev.isCUDA() { // a GPU's budget is its own
 		return nil
 	}
 	live, err := r.o.process.Follow(0)
@@ -176,6 +176,7 @@ func (r *trainRun) close() {
 	if r.comm != nil {
 		r.comm.Close()
 	}
+	r.o.dev.close()
 }
 
 // boundRuntime bounds the Go runtime's memory to what the budget leaves

@@ -94,6 +94,7 @@ func parseTrain(args []string, stdout io.Writer) (*trainRun, error) {
 	r := &trainRun{stdout: stdout, out: stdout}
 	fs := newFlagSet("train", stdout)
 	r.o.register(fs)
+	r.o.dev.register(fs, false)
 	r.df.register(fs, true)
 	r.kf.register(fs)
 	r.f.register(fs)

@@ -15,8 +15,9 @@ const (
 )
 
 // wiring lists the packages outside backend/ that may import backend/cuda to
-// wire it into the command (none does today).
-var wiring = []string{"cmd", "internal/cli"}
+// wire it into a command: the command, its CLI, and the hardware check
+// (bench/gpucheck, run by scripts/gpu-check.sh).
+var wiring = []string{"cmd", "internal/cli", "bench/gpucheck"}
 
 // mentions reports whether the build constraint x mentions tag, either way
 // (cuda or !cuda).
@@ -105,6 +106,8 @@ func TestDeviceRuleCanFail(t *testing.T) {
 		{"purego in the CLI", source{pkg: "internal/cli", path: "internal/cli/gpu.go", imports: []string{purego}}, true},
 		{"backend/cuda in the CLI", source{pkg: "internal/cli", path: "internal/cli/gpu.go", imports: []string{cudaImport}}, false},
 		{"backend/cuda in cmd", source{pkg: "cmd/headroom", path: "cmd/headroom/main.go", imports: []string{cudaImport}}, false},
+		{"backend/cuda in the hardware check", source{pkg: "bench/gpucheck", path: "bench/gpucheck/main.go", imports: []string{cudaImport}}, false},
+		{"backend/cuda in another bench tool", source{pkg: "bench/pipeline", path: "bench/pipeline/main.go", imports: []string{cudaImport}}, true},
 		{"purego under backend", source{pkg: "backend/cuda", path: "backend/cuda/load_cuda.go", imports: []string{purego}, constraint: tag("cuda")}, false},
 		{"the purego tag in kernels", source{pkg: "kernels", path: "kernels/gemm_noasm.go", constraint: tag("!amd64 || purego")}, false},
 	} {

@@ -9,5 +9,6 @@
 //   - Device code: a non-test file that imports purego (which loads a
 //     device's libraries at run time) or backend/cuda, or that is built only
 //     with or only without the tag cuda. It lives only under backend/;
-//     cmd/ and internal/cli may import backend/cuda to wire it.
+//     cmd/, internal/cli and the hardware check (bench/gpucheck) may
+//     import backend/cuda to wire it.
 package layout

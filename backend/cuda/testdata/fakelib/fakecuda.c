@@ -133,3 +133,33 @@ CUresult cuGetErrorString(CUresult e, const char **s) {
 	return cuGetErrorName(e, s);
 }
 
+
+/* Kernels: a module is a copy of the PTX text (it must be NUL-terminated
+ * and name a .version), a function a handle into it; a launch checks its
+ * dimensions and that parameters are given, and runs nothing. */
+typedef void *CUmodule;
+typedef void *CUfunction;
+static int modules, launches;
+CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+	NEED_CTX;
+	if (!image || !strstr((const char *)image, ".version")) return 218; /* CUDA_ERROR_INVALID_PTX */
+	*m = strdup((const char *)image);
+	modules++;
+	return 0;
+}
+CUresult cuModuleUnload(CUmodule m) { NEED_CTX; if (!m) return 400; free(m); modules--; return 0; }
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+	NEED_CTX;
+	if (!m || !name || !strstr((const char *)m, name)) return 500; /* CUDA_ERROR_NOT_FOUND */
+	*f = m;
+	return 0;
+}
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, CUstream s, void **params, void **extra) {
+	NEED_CTX;
+	(void)s;
+	(void)shared;
+	if (!f || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 || extra || !params) return 1;
+	launches++;
+	return 0;
+}

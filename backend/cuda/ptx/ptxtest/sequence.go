@@ -1,0 +1,81 @@
+package ptxtest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/headroom-ml/headroom/compile"
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// sequenceCases: matrix products (batched, shared, transposed, bfloat16)
+// and attention forward and backward (causal both ways, a mask).
+func sequenceCases() []Case {
+	var cs []Case
+	for _, g := range []compile.MatMulGeom{
+		{M: 37, N: 29, K: 41, Batch: 1},
+		{M: 13, N: 7, K: 19, Batch: 3, TransA: true},
+		{M: 13, N: 7, K: 19, Batch: 3, TransB: true, SharedB: true},
+		{M: 9, N: 11, K: 5, Batch: 4, SharedB: true},
+		{M: 33, N: 17, K: 21, Batch: 2, BF16: true},
+	} {
+		a, b := sh(g.Batch, g.M, g.K), sh(g.Batch, g.K, g.N)
+		if g.TransA {
+			a = sh(g.Batch, g.K, g.M)
+		}
+		if g.SharedB {
+			b = sh(g.K, g.N)
+		}
+		if g.TransB {
+			b = sh(b[:len(b)-2]...)
+			if g.SharedB {
+				b = sh(g.N, g.K)
+			} else {
+				b = sh(g.Batch, g.N, g.K)
+			}
+		}
+		geom := g
+		it := compile.Instr{Op: graph.OpMatMul, DType: f32, InDType: f32, Shape: sh(g.Batch, g.M, g.N), MatMul: &geom}
+		tol := 2e-5
+		if g.BF16 {
+			tol = 1e-4
+		}
+		cs = append(cs, Case{Name: fmt.Sprintf("matmul/%+v", g), it: it, ins: []operand{in32(a...), in32(b...)}, tol: tol})
+	}
+	for _, a := range []compile.AttnGeom{
+		{B: 2, Tq: 37, Tk: 37, H: 3, D: 8, Causal: graph.CausalBottomRight},
+		{B: 1, Tq: 5, Tk: 300, H: 2, D: 7, Causal: graph.CausalBottomRight},
+		{B: 2, Tq: 9, Tk: 6, H: 2, D: 4, Causal: graph.CausalTopLeft},
+		{B: 2, Tq: 11, Tk: 13, H: 1, D: 16},
+		{B: 2, Tq: 11, Tk: 13, H: 2, D: 5, MaskIn: 3},
+	} {
+		a.Scale = 1 / math.Sqrt(float64(a.D))
+		if a.MaskIn == 0 {
+			a.MaskIn = -1
+		}
+		a.StepIn = -1
+		q, k := sh(a.B, a.Tq, a.H, a.D), sh(a.B, a.Tk, a.H, a.D)
+		lse := sh(a.B, a.H, a.Tq)
+		fwd, bwd := a, a
+		ins := []operand{in32(q...), in32(k...), in32(k...)}
+		if a.MaskIn >= 0 {
+			ins = append(ins, operand{dt: tensor.Uint8, shape: sh(a.B, a.Tq, a.Tk), fill: func(r *rand.Rand, _ int) float64 { return float64(r.IntN(4) / 3) }})
+		}
+		name := fmt.Sprintf("B%d-Tq%d-Tk%d-H%d-D%d-causal%d-mask%v", a.B, a.Tq, a.Tk, a.H, a.D, a.Causal, a.MaskIn >= 0)
+		cs = append(cs, Case{Name: "attention/" + name, it: compile.Instr{Op: graph.OpAttention, DType: f32, InDType: f32, Shape: q, Attention: &fwd},
+			ins: ins, parts: []tensor.Shape{lse}, tol: 2e-5})
+		// the gradient: q, k, v, o, lse, do (and the mask); lse from a
+		// plausible range
+		gins := []operand{in32(q...), in32(k...), in32(k...), in32(q...),
+			{dt: f32, shape: lse, fill: func(r *rand.Rand, _ int) float64 { return 2 + r.Float64() }}, in32(q...)}
+		if a.MaskIn >= 0 {
+			bwd.MaskIn = 6
+			gins = append(gins, ins[3])
+		}
+		cs = append(cs, Case{Name: "attention_grad/" + name, it: compile.Instr{Op: graph.OpAttentionGrad, DType: f32, InDType: f32, Shape: q, Attention: &bwd},
+			ins: gins, parts: []tensor.Shape{k, k}, tol: 5e-5})
+	}
+	return cs
+}
