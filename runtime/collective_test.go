@@ -32,6 +32,12 @@ func (c *twoRanks) AllReduceSum(buf []byte, dt tensor.DType) error {
 }
 func (c *twoRanks) ReduceScatterSum(send, recv []byte, dt tensor.DType) error { return nil }
 func (c *twoRanks) AllGather(send, recv []byte) error                         { return nil }
+func (c *twoRanks) StartReduceScatter(send, recv []byte, dt tensor.DType) (runtime.Request, error) {
+	return nil, errors.New("twoRanks: no reduce-scatter")
+}
+func (c *twoRanks) StartAllGather(send, recv []byte) (runtime.Request, error) {
+	return nil, errors.New("twoRanks: no all-gather")
+}
 func (c *twoRanks) Start(buf []byte, dt tensor.DType) (runtime.Request, error) {
 	c.mu.Lock()
 	c.inFlight++

@@ -146,17 +146,40 @@ func (r localRank) ReduceScatterSum(send, recv []byte, dt tensor.DType) error {
 }
 
 func (r localRank) AllGather(send, recv []byte) error {
-	g := r.g
-	r.sync(func() {
-		r.exchange(send, func(bufs [][]byte) {
-			for _, out := range g.outs {
-				for i, b := range bufs {
-					copy(out[i*len(b):(i+1)*len(b)], b)
-				}
-			}
-		}, recv)
-	})
+	r.sync(func() { r.exchangeGather(send, recv) })
 	return nil
+}
+
+func (r localRank) exchangeGather(send, recv []byte) {
+	g := r.g
+	r.exchange(send, func(bufs [][]byte) {
+		for _, out := range g.outs {
+			for i, b := range bufs {
+				copy(out[i*len(b):(i+1)*len(b)], b)
+			}
+		}
+	}, recv)
+}
+
+// StartReduceScatter and StartAllGather queue the collective, as Start.
+func (r localRank) StartReduceScatter(send, recv []byte, dt tensor.DType) (interface{ Wait() error }, error) {
+	req := localRequest{done: make(chan struct{})}
+	r.q <- func() {
+		full := append([]byte(nil), send...)
+		r.exchangeSum(full, dt)
+		copy(recv, full[r.rank*len(recv):(r.rank+1)*len(recv)])
+		close(req.done)
+	}
+	return req, nil
+}
+
+func (r localRank) StartAllGather(send, recv []byte) (interface{ Wait() error }, error) {
+	req := localRequest{done: make(chan struct{})}
+	r.q <- func() {
+		r.exchangeGather(send, recv)
+		close(req.done)
+	}
+	return req, nil
 }
 
 func (r localRank) Broadcast(buf []byte, root int) error {

@@ -284,3 +284,9 @@ func (planRanks) Broadcast([]byte, int) error                        { return er
 func (planRanks) Start([]byte, tensor.DType) (interface{ Wait() error }, error) {
 	return nil, errPlanOnly
 }
+func (planRanks) StartReduceScatter(_, _ []byte, _ tensor.DType) (interface{ Wait() error }, error) {
+	return nil, errPlanOnly
+}
+func (planRanks) StartAllGather(_, _ []byte) (interface{ Wait() error }, error) {
+	return nil, errPlanOnly
+}
