@@ -328,6 +328,9 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	}
 	lo, hi := rank*n/ranks, (rank+1)*n/ranks
 	local := hi - lo
+	if err := sameRuns(cfg, n, mb); err != nil {
+		return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
+	}
 	var loss float64
 	for at, m := lo, 0; at < hi; m++ {
 		size := min(mb, hi-at)
@@ -369,6 +372,30 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	for _, c := range r.callbacks {
 		if b, ok := c.(BatchEnder); ok {
 			b.OnBatchEnd(e.ep+1, e.updates, batches, loss)
+		}
+	}
+	return nil
+}
+
+// sameRuns checks that every process splits its share of a batch of n
+// examples into as many micro-batches of at most mb as the others: under
+// ZeRO stages 2 and 3 every micro-batch exchanges blocks with the other
+// processes, so they must run alike. (Full batches split evenly; a last,
+// partial batch may not.)
+func sameRuns(cfg *Config, n, mb int) error {
+	ranks := cfg.ranks()
+	if cfg.accumulate() == 1 || cfg.zeroStage() < 2 {
+		return nil
+	}
+	first := -1
+	for r := range ranks {
+		local := (r+1)*n/ranks - r*n/ranks
+		runs := (local + mb - 1) / mb
+		if first < 0 {
+			first = runs
+		} else if runs != first {
+			return fmt.Errorf("a batch of %d examples splits into %d micro-batches of at most %d on rank 0 and %d on rank %d: under ZeRO stage %d the ranks must run alike (drop the last partial batch, or change --batch or --accumulate)",
+				n, first, mb, runs, r, cfg.zeroStage())
 		}
 	}
 	return nil

@@ -58,6 +58,10 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 		return nil, fmt.Errorf("train: global batch %d does not split evenly over %d processes", c.Batch, c.ranks())
 	}
 	bt := min(c.Batch/c.ranks(), trainN) // this process's share of a batch
+	last := c.share(trainN % c.Batch)    // and of the last, partial one (0: none)
+	if trainN < c.Batch {
+		last = c.share(trainN)
+	}
 	if k := c.accumulate(); k > 1 {
 		if bt%k != 0 {
 			return nil, fmt.Errorf("train: batch %d does not split into %d equal micro-batches", bt, k)
@@ -70,7 +74,7 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 			return nil, err
 		}
 		// the last partial batch: micro-batches of mb and a smaller last one
-		if r := trainN % bt % mb; r != 0 {
+		if r := last % mb; r != 0 {
 			if err := add("train_tail", r, step.Apply); err != nil {
 				return nil, err
 			}
@@ -79,8 +83,8 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 		if err := add("train", bt, step.Train); err != nil {
 			return nil, err
 		}
-		if r := trainN % bt; r != 0 {
-			if err := add("train_tail", r, step.Train); err != nil {
+		if last != 0 && last != bt {
+			if err := add("train_tail", last, step.Train); err != nil {
 				return nil, err
 			}
 		}
@@ -97,6 +101,16 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 		}
 	}
 	return progs, nil
+}
+
+// share returns this process's share of a batch of n examples: the
+// examples [rank·n/ranks, (rank+1)·n/ranks) (Fit's split).
+func (c *Config) share(n int) int {
+	ranks, rank := c.ranks(), 0
+	if ranks > 1 {
+		rank = c.Comm.Rank()
+	}
+	return (rank+1)*n/ranks - rank*n/ranks
 }
 
 // RunPlan is what a run reserves, known before it reserves anything.
