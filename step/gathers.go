@@ -30,8 +30,11 @@ type gathers struct {
 	vars    map[string]*graph.Node
 	fwd     gatherPass
 	bwd     gatherPass
-	// names maps each forward value a layer read to its weight's name
-	names map[*graph.Node]string
+	// names maps each forward value a layer read to its weight's name;
+	// derived, forward values computed from them alone to their
+	// recomputation for the backward pass (nil: not such a value)
+	names   map[*graph.Node]string
+	derived map[*graph.Node]*graph.Node
 }
 
 // declared is one trainable weight as a model asks for it.
@@ -57,7 +60,7 @@ func newGatherPass() gatherPass {
 // model whose trainable weights are ws, in the order it asks for them.
 func newGathers(g *graph.Graph, ranks int, ws []declared) *gathers {
 	z := &gathers{g: g, ranks: ranks, layerOf: map[string]int{}, alone: map[string]declared{}, vars: map[string]*graph.Node{},
-		fwd: newGatherPass(), bwd: newGatherPass(), names: map[*graph.Node]string{}}
+		fwd: newGatherPass(), bwd: newGatherPass(), names: map[*graph.Node]string{}, derived: map[*graph.Node]*graph.Node{}}
 	for i, w := range ws {
 		if i == 0 || w.scope != ws[i-1].scope {
 			z.layers = append(z.layers, nil)
@@ -90,11 +93,13 @@ func (z *gathers) Weight(name string, dtype tensor.DType, shape tensor.Shape) (v
 }
 
 // refetch is autodiff's Refetch: for a weight's forward value, its value
-// gathered again for the backward pass (starting the layer before's).
+// gathered again for the backward pass (starting the layer before's); for
+// a forward value computed from weights alone (a layer's reshaped kernel),
+// that value computed again from the weights gathered again.
 func (z *gathers) refetch(x *graph.Node) *graph.Node {
 	name, ok := z.names[x]
 	if !ok {
-		return nil
+		return z.derive(x)
 	}
 	if v, ok := z.bwd.value[name]; ok {
 		return v
@@ -106,6 +111,37 @@ func (z *gathers) refetch(x *graph.Node) *graph.Node {
 		z.bwd.layer(z, -1, []declared{z.alone[name]})
 	}
 	return z.bwd.value[name]
+}
+
+// derive computes x again for the backward pass when it is a forward value
+// computed from gathered weights (and constants) alone; else nil.
+func (z *gathers) derive(x *graph.Node) *graph.Node {
+	if r, ok := z.derived[x]; ok {
+		return r
+	}
+	z.derived[x] = nil // (no cycles in a graph; this marks the work done)
+	if x.Phase() != graph.Forward || x.Op().Class() == graph.ClassLeaf || x.Op().Started() || x.Op() == graph.OpAssign {
+		return nil
+	}
+	ins := make([]*graph.Node, len(x.Inputs()))
+	some := false
+	for i, in := range x.Inputs() {
+		switch {
+		case in.Op() == graph.OpConstant:
+			ins[i] = in
+		default:
+			if ins[i] = z.refetch(in); ins[i] == nil {
+				return nil
+			}
+			some = true
+		}
+	}
+	if !some {
+		return nil
+	}
+	r := graph.Recompute(x, ins...)
+	z.derived[x] = r
+	return r
 }
 
 // prefetch starts the backward pass's gathers of the last layer, which

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -156,6 +157,7 @@ type fitRun struct {
 	first     mem.Snapshot
 	dog       *watchdog
 	resumed   position // where a resumed run starts (its first epoch resumes mid-way)
+	sums      [24]byte // a data-parallel step's loss and counts, summed over the processes
 }
 
 // epochRun is the state of one epoch.
@@ -332,6 +334,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
 	}
 	var loss float64
+	correct, seen := e.correct, e.seen
 	for at, m := lo, 0; at < hi; m++ {
 		size := min(mb, hi-at)
 		pr, err := t.stepProgram(at+size < hi, size)
@@ -355,6 +358,12 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		}
 		at += size
 	}
+	if ranks > 1 { // the batch's loss and counts, not this process's share's
+		var err error
+		if loss, err = r.sumOver(loss*float64(local)/float64(n), &correct, &seen, e); err != nil {
+			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
+		}
+	}
 	if math.IsNaN(r.h.FirstLoss) {
 		r.h.FirstLoss = loss
 	}
@@ -375,6 +384,23 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		}
 	}
 	return nil
+}
+
+// sumOver sums a data-parallel step's weighted loss and the examples
+// counted (correct, seen: e's counts before the step, which become the
+// batch's after it) over the processes, and returns the batch's loss. It
+// allocates nothing.
+func (r *fitRun) sumOver(loss float64, correct, seen *int, e *epochRun) (float64, error) {
+	b := r.sums[:]
+	binary.LittleEndian.PutUint64(b[0:], math.Float64bits(loss))
+	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(float64(e.correct-*correct)))
+	binary.LittleEndian.PutUint64(b[16:], math.Float64bits(float64(e.seen-*seen)))
+	if err := r.t.cfg.Comm.AllReduceSum(b, tensor.Float64); err != nil {
+		return 0, fmt.Errorf("summing the step's loss over the processes: %w", err)
+	}
+	at := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])) }
+	e.correct, e.seen = *correct+int(at(1)), *seen+int(at(2))
+	return at(0), nil
 }
 
 // sameRuns checks that every process splits its share of a batch of n

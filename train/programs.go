@@ -237,10 +237,13 @@ func (c Config) maxBatch(d *Data, budget int64, limit int) (int, error) {
 		}
 		return rp.Peak <= budget, nil
 	}
-	lo, hi := 0, limit // fits(lo) holds (0 by convention); find the largest
+	// batches that split evenly over the processes: unit·m for m in
+	// [lo, hi]; fits(lo) holds (0 by convention): find the largest
+	unit := c.ranks()
+	lo, hi := 0, limit/unit
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		ok, err := fits(mid)
+		ok, err := fits(mid * unit)
 		if err != nil {
 			return 0, err
 		}
@@ -250,7 +253,7 @@ func (c Config) maxBatch(d *Data, budget int64, limit int) (int, error) {
 			hi = mid - 1
 		}
 	}
-	return lo, nil
+	return lo * unit, nil
 }
 
 // bind binds the program's inputs (the model's input is xName) and

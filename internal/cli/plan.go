@@ -13,7 +13,6 @@ import (
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/profile"
-	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -50,6 +49,8 @@ type planReport struct {
 	NonTrainableParams *int         `json:"non_trainable_params,omitempty"`
 	Optimizer          string       `json:"optimizer,omitempty"`
 	KerasLayers        []kerasLayer `json:"keras_layers,omitempty"`
+	// with --ranks or --zero: one process's share (zero.go)
+	Processes *ranksReport `json:"processes,omitempty"`
 }
 
 type layerBytes struct {
@@ -65,6 +66,7 @@ type planFlags struct {
 	asJSON     bool
 	ranks      int
 	shard      bool
+	zero       int
 	bucketSize string
 }
 
@@ -75,7 +77,8 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	o.register(fs)
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
 	fs.IntVar(&f.ranks, "ranks", 1, "plan one process of a data-parallel run over this many (as under mpirun -np N): its share of --batch, the gradient buckets")
-	fs.BoolVar(&f.shard, "shard-optimizer", false, "with --ranks: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
+	fs.BoolVar(&f.shard, "shard-optimizer", false, "with --ranks: keep 1/ranks of the optimizer state on each process (--zero 1)")
+	fs.IntVar(&f.zero, "zero", 0, zeroUsage)
 	fs.StringVar(&f.bucketSize, "bucket-size", "1MiB", "with --ranks: the size of a gradient bucket")
 	if err := o.parse(fs, args, nil); err != nil {
 		return err
@@ -88,12 +91,17 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	if f.ranks < 1 {
 		return usagef("--ranks %d: want at least 1", f.ranks)
 	}
+	stage, err := zeroStage(f.zero, f.shard)
+	if err != nil {
+		return err
+	}
 	cfg, d, err := o.planData(stdout, f.asJSON)
 	if err != nil {
 		return err
 	}
+	cfg.Zero, cfg.BucketBytes = stage, bucketBytes
 	if f.ranks > 1 {
-		cfg.Comm, cfg.ShardOptimizer, cfg.BucketBytes = planRanks(f.ranks), f.shard, bucketBytes
+		cfg.Comm = train.PlanOnly(f.ranks)
 	}
 	rp, err := train.PlanFor(cfg, d)
 	if err != nil {
@@ -101,6 +109,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	r, err := o.report(cfg, d, rp)
 	if err != nil {
+		return err
+	}
+	if err := r.addRanks(cfg, d, rp, f.ranks); err != nil {
 		return err
 	}
 	if o.profileDir != "" {
@@ -114,6 +125,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(r)
 	}
 	printReport(stdout, r)
+	printRanks(stdout, r)
 	return nil
 }
 
@@ -266,27 +278,4 @@ func printReport(w io.Writer, r *planReport) {
 			fmt.Fprintf(w, "budget %s: no batch size fits\n", fb(r.BudgetBytes))
 		}
 	}
-}
-
-// planRanks stands for the processes of a data-parallel run while it is
-// only planned: rank 0 of size; nothing is exchanged.
-type planRanks int
-
-func (r planRanks) Rank() int { return 0 }
-func (r planRanks) Size() int { return int(r) }
-
-var errPlanOnly = fmt.Errorf("headroom plan: the processes of a planned run exchange nothing")
-
-func (planRanks) AllReduceSum([]byte, tensor.DType) error            { return errPlanOnly }
-func (planRanks) ReduceScatterSum(_, _ []byte, _ tensor.DType) error { return errPlanOnly }
-func (planRanks) AllGather(_, _ []byte) error                        { return errPlanOnly }
-func (planRanks) Broadcast([]byte, int) error                        { return errPlanOnly }
-func (planRanks) Start([]byte, tensor.DType) (interface{ Wait() error }, error) {
-	return nil, errPlanOnly
-}
-func (planRanks) StartReduceScatter(_, _ []byte, _ tensor.DType) (interface{ Wait() error }, error) {
-	return nil, errPlanOnly
-}
-func (planRanks) StartAllGather(_, _ []byte) (interface{ Wait() error }, error) {
-	return nil, errPlanOnly
 }

@@ -90,7 +90,11 @@ func (r *trainRun) result(t *train.Trainer, h *train.History) (string, error) {
 		"optstate_bytes", t.Engine().Ledger().LiveBy(mem.OptState),
 		"allreduce_s", fmt.Sprintf("%.3f", h.AllReduceSeconds), "allreduce_wait_s", fmt.Sprintf("%.3f", h.AllReduceWaitSeconds),
 		"val_loss", fmt.Sprintf("%.6f", valLoss), "val_acc", fmt.Sprintf("%.4f", acc))
-	return resultLine(f...), nil
+	per, err := r.perRank(t, h)
+	if err != nil {
+		return "", err
+	}
+	return resultLine(append(f, per...)...), nil
 }
 
 // resultLine formats key, value pairs as a RESULT line: "RESULT k=v ...".
