@@ -19,7 +19,7 @@ type OOMError struct {
 	Live        int64    // bytes held when it was refused
 	LargestFree int64    // largest free block of the allocator; -1 if unknown
 	Totals      [NumCategories]int64
-	Top         []Entry  // largest live owners
+	Top         []Entry // largest live owners
 	// Notes say more about the request, one line each (one process's share
 	// of a data-parallel run: its model state, its gather buffers).
 	Notes    []string
