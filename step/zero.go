@@ -49,9 +49,14 @@ func zero1() Transform {
 
 // shardBuckets is the reduce-scatter of stages 2 and 3: the share-weighted
 // gradients, in the order backward makes them, fill buckets of about limit
-// bytes; a full bucket's reduce-scatter starts at once (while backward goes
-// on) and the bucket before it is waited for then, so at most two buckets
-// of whole gradients live at once and each process keeps only its blocks.
+// bytes; a full bucket's reduce-scatter starts at once and runs while
+// backward computes the next gradient: it is waited for when that
+// gradient arrives, so a bucket's whole gradients outlive it by one
+// gradient's computation, and each process keeps only its blocks. A
+// gradient larger than limit, a bucket of its own, is waited for at once:
+// the bucket size bounds the whole gradients kept while backward goes on.
+// (Waiting later would hide more of the exchange but keep whole gradients
+// through backward's peak, as the buckets of plain data parallelism do.)
 // Under micro-batches each block is added (weighted by opt/micro_weight) to
 // a block-sized accumulator (<param>/accum, category grad): Accumulate
 // stops there, Apply hands the sum on and resets it.
@@ -96,6 +101,10 @@ type rsBucket struct {
 }
 
 func (s *scatter) add(i int, gr *graph.Node) {
+	if s.inFlight != nil {
+		s.wait(*s.inFlight)
+		s.inFlight = nil
+	}
 	if n := gr.Bytes(); s.open.bytes > 0 && s.open.bytes+n > s.limit {
 		s.flush()
 	}
@@ -137,6 +146,11 @@ func (s *scatter) flush() {
 	g.PopScope()
 	if s.inFlight != nil {
 		s.wait(*s.inFlight)
+		s.inFlight = nil
+	}
+	if k.bytes > s.limit {
+		s.wait(k)
+		return
 	}
 	s.inFlight = &k
 }
