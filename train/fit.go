@@ -157,7 +157,7 @@ type fitRun struct {
 	first     mem.Snapshot
 	dog       *watchdog
 	resumed   position // where a resumed run starts (its first epoch resumes mid-way)
-	sums      [24]byte // a data-parallel step's loss and counts, summed over the processes
+	sums      []byte // a data-parallel step's loss and counts, summed over the processes (an allocation of its own, without pointers, for MPI)
 }
 
 // epochRun is the state of one epoch.
@@ -391,7 +391,10 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 // batch's after it) over the processes, and returns the batch's loss. It
 // allocates nothing.
 func (r *fitRun) sumOver(loss float64, correct, seen *int, e *epochRun) (float64, error) {
-	b := r.sums[:]
+	if r.sums == nil {
+		r.sums = make([]byte, 24)
+	}
+	b := r.sums
 	binary.LittleEndian.PutUint64(b[0:], math.Float64bits(loss))
 	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(float64(e.correct-*correct)))
 	binary.LittleEndian.PutUint64(b[16:], math.Float64bits(float64(e.seen-*seen)))

@@ -39,11 +39,11 @@ func (PlanOnly) StartAllGather(_, _ []byte) (interface{ Wait() error }, error) {
 // buffers the whole parameters are gathered into (owner gather/<weight>),
 // before a layer's forward and again before its backward.
 type Gathers struct {
-	Buffers      int   // how many
-	AtPeak       int64 // bytes of those live at the plan's peak instruction
-	Most         int64 // the most bytes of them live at one instruction
-	Largest      int64
-	LargestOwner string
+	Buffers      int    `json:"buffers"`       // how many
+	AtPeak       int64  `json:"at_peak_bytes"` // bytes of those live at the plan's peak instruction
+	Most         int64  `json:"most_bytes"`    // the most bytes of them live at one instruction
+	Largest      int64  `json:"largest_bytes"`
+	LargestOwner string `json:"largest"`
 }
 
 // GathersOf finds the gather buffers of p.
