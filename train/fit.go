@@ -157,7 +157,7 @@ type fitRun struct {
 	first     mem.Snapshot
 	dog       *watchdog
 	resumed   position // where a resumed run starts (its first epoch resumes mid-way)
-	sums      []byte // a data-parallel step's loss and counts, summed over the processes (an allocation of its own, without pointers, for MPI)
+	sums      []byte   // a data-parallel step's loss and counts, summed over the processes (an allocation of its own, without pointers, for MPI)
 }
 
 // epochRun is the state of one epoch.
