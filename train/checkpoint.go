@@ -56,8 +56,13 @@ func (t *Trainer) entries() ([]checkpoint.Entry, error) {
 // done, batches of the epoch in progress done, the shuffle's seed, the
 // loss scale) after the last step to dir, atomically, keeping the newest
 // keep files (0: all), and returns the file's path. In a data-parallel run
-// every process calls it and rank 0 writes.
+// every process calls it: without ZeRO rank 0 writes one file; under ZeRO
+// each process writes its part of a sharded checkpoint and rank 0 its
+// index, whose path it returns (saveSharded).
 func (t *Trainer) SaveCheckpoint(dir string, keep int) (string, error) {
+	if t.cfg.ranks() > 1 && t.cfg.zeroStage() > 0 {
+		return t.saveSharded(dir, keep, t.checkpointMeta())
+	}
 	entries, err := t.entries()
 	if err != nil {
 		return "", err
@@ -65,6 +70,15 @@ func (t *Trainer) SaveCheckpoint(dir string, keep int) (string, error) {
 	if t.cfg.ranks() > 1 && t.cfg.Comm.Rank() != 0 {
 		return "", nil
 	}
+	path, err := checkpoint.SaveStep(dir, t.step, entries, t.checkpointMeta(), keep)
+	if err != nil {
+		return "", fmt.Errorf("train: %w", err)
+	}
+	return path, nil
+}
+
+// checkpointMeta is a checkpoint's metadata: where the run stands.
+func (t *Trainer) checkpointMeta() map[string]string {
 	p := t.pos
 	meta := map[string]string{
 		checkpoint.KeyEpoch:        strconv.Itoa(p.epoch),
@@ -81,11 +95,7 @@ func (t *Trainer) SaveCheckpoint(dir string, keep int) (string, error) {
 		"skipped_steps":            strconv.FormatInt(t.skipped, 10),
 		"batch":                    strconv.Itoa(t.cfg.Batch),
 	}
-	path, err := checkpoint.SaveStep(dir, t.step, entries, meta, keep)
-	if err != nil {
-		return "", fmt.Errorf("train: %w", err)
-	}
-	return path, nil
+	return meta
 }
 
 // restore loads the newest loadable checkpoint in dir into the variables,
@@ -164,6 +174,9 @@ func (t *Trainer) restore(dir string, events *[]Event) (path string, err error) 
 // that holds a block of it): no copy of the whole checkpoint is held. A
 // tensor the model does not have is skipped through a bounded buffer.
 func (t *Trainer) readVariables(path string) error {
+	if checkpoint.IsIndex(path) {
+		return t.readSharded(path)
+	}
 	seen := map[string]bool{}
 	var after []func() error // device copies and shard blocks, once read
 	_, err := checkpoint.LoadInto(path, func(name string, dt tensor.DType, shape tensor.Shape) ([]byte, error) {

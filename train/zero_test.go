@@ -3,6 +3,7 @@ package train_test
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -56,12 +57,14 @@ func fitRanksWith(t *testing.T, size int, cfg train.Config, d *data.Examples) []
 			tr, err := train.New(c, train.InMemory(d, nil))
 			if err != nil {
 				errs[rank] = err
+				group.abort() // the others end instead of waiting for this one
 				return
 			}
 			defer tr.Close()
 			h, err := tr.Fit(context.Background())
 			if err != nil {
 				errs[rank] = err
+				group.abort()
 				return
 			}
 			out[rank] = rankRun{weights: wholeParams(tr), live: tr.Engine().Ledger().Totals(),
@@ -278,20 +281,32 @@ func TestZero3GathersPlanned(t *testing.T) {
 	}
 }
 
-// TestZeroCheckpointResumes: a checkpoint of a stage 2 or 3 run holds the
-// whole tensors; two ranks resumed from it continue bit for bit as the
-// uninterrupted run, and one process resumes from it too, ending within
-// 1e-5 of the two ranks.
+// TestZeroCheckpointResumes: a stage 2 or 3 run of two ranks writes
+// sharded checkpoints (a part per rank, one index, no single file); two
+// ranks resumed from one continue bit for bit as the uninterrupted run, and
+// one process and three ranks resume from it too (resharding its blocks),
+// ending within 1e-5 of the two ranks; two ranks also resume from one
+// process's single-file checkpoint.
 func TestZeroCheckpointResumes(t *testing.T) {
-	d := blobs(23, 512, 8, 4)
+	d := blobs(23, 480, 8, 4)
 	for _, stage := range []int{2, 3} {
 		cfg := func(epochs int, dir string, resume bool) train.Config {
-			return train.Config{Model: zeroModel(), Optimizer: &optim.Adam{}, Epochs: epochs, Batch: 128, Seed: 9, ClipNorm: 1,
+			return train.Config{Model: zeroModel(), Optimizer: &optim.Adam{}, Epochs: epochs, Batch: 96, Seed: 9, ClipNorm: 1,
 				Zero: stage, CheckpointDir: dir, Resume: resume}
 		}
 		straight := fitRanksWith(t, 2, cfg(2, t.TempDir(), false), d)
-		dir := t.TempDir()
-		fitRanksWith(t, 2, cfg(1, dir, false), d)
+		epoch1 := func() string { // a directory with the two ranks' checkpoint of epoch 1
+			dir := t.TempDir()
+			fitRanksWith(t, 2, cfg(1, dir, false), d)
+			return dir
+		}
+		dir := epoch1()
+		parts, _ := filepath.Glob(filepath.Join(dir, "ckpt-*-of-00002.safetensors"))
+		index, _ := filepath.Glob(filepath.Join(dir, "*.index.json"))
+		single, _ := filepath.Glob(filepath.Join(dir, "ckpt-??????????.safetensors"))
+		if len(parts) != 2 || len(index) != 1 || len(single) != 0 {
+			t.Fatalf("stage %d: the checkpoint is %v, %v, %v: want two parts and an index", stage, parts, index, single)
+		}
 		resumed := fitRanksWith(t, 2, cfg(2, dir, true), d)
 		for rank := range resumed {
 			for i := range straight[rank].weights {
@@ -299,10 +314,11 @@ func TestZeroCheckpointResumes(t *testing.T) {
 					t.Fatalf("stage %d, rank %d, weight %d: %v resumed, %v straight", stage, rank, i, resumed[rank].weights[i], straight[rank].weights[i])
 				}
 			}
+			if resumed[rank].hist.LastLoss != straight[rank].hist.LastLoss {
+				t.Errorf("stage %d, rank %d: final loss %v resumed, %v straight", stage, rank, resumed[rank].hist.LastLoss, straight[rank].hist.LastLoss)
+			}
 		}
-		dir1 := t.TempDir()
-		fitRanksWith(t, 2, cfg(1, dir1, false), d)
-		one := cfg(2, dir1, true)
+		one := cfg(2, epoch1(), true)
 		one.Zero = 0
 		tr, h := fit(t, one, d)
 		if h.StartEpoch != 1 {
@@ -311,6 +327,23 @@ func TestZeroCheckpointResumes(t *testing.T) {
 		if rel := relDiff64(wholeParams(tr), straight[0].weights); rel > 1e-5 {
 			t.Errorf("stage %d: one process resumed from two ranks' checkpoint ends %.3g from them, want <= 1e-5", stage, rel)
 		}
+		if rel := math.Abs(h.LastLoss-straight[0].hist.LastLoss) / straight[0].hist.LastLoss; rel > 1e-5 {
+			t.Errorf("stage %d: one process resumed ends with loss %v, two ranks %v", stage, h.LastLoss, straight[0].hist.LastLoss)
+		}
 		tr.Close()
+		three := fitRanksWith(t, 3, cfg(2, epoch1(), true), d)
+		if rel := relDiff64(three[0].weights, straight[0].weights); rel > 1e-5 {
+			t.Errorf("stage %d: three ranks resumed from two ranks' checkpoint end %.3g from them, want <= 1e-5", stage, rel)
+		}
+		// and back: two ranks from one process's single file
+		dir1 := t.TempDir()
+		c1 := cfg(1, dir1, false)
+		c1.Zero = 0
+		tr1, _ := fit(t, c1, d)
+		tr1.Close()
+		from1 := fitRanksWith(t, 2, cfg(2, dir1, true), d)
+		if rel := relDiff64(from1[0].weights, straight[0].weights); rel > 1e-5 {
+			t.Errorf("stage %d: two ranks resumed from one process's checkpoint end %.3g from the straight run, want <= 1e-5", stage, rel)
+		}
 	}
 }
