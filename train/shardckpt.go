@@ -242,7 +242,7 @@ func (r *resharder) dst(name string, dt tensor.DType, shape tensor.Shape) ([]byt
 func (r *resharder) place(v *runtime.Variable, whole tensor.Shape, mineSplit bool, at int, src []byte) error {
 	es := v.DType.Size()
 	lo, hi := at, min(at+len(src)/es, whole.Size()) // what src holds of the tensor
-	base := 0                                        // v's first element, in the whole tensor
+	base := 0                                       // v's first element, in the whole tensor
 	if mineSplit {
 		base = r.t.cfg.Comm.Rank() * v.Shape.Size()
 	}
