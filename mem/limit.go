@@ -420,10 +420,13 @@ func parseMountinfo(r io.Reader) ([]mountEntry, error) {
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		if !strings.HasPrefix(root, "/") || !strings.HasPrefix(mp, "/") {
-			return nil, fmt.Errorf("line %d: root %q and mount point %q must start with /", line, root, mp)
-		}
 		e := mountEntry{Root: root, MountPoint: mp, FSType: f[sep+1]}
+		// Only a cgroup mount's root is a path the limit joins onto; other
+		// file systems show what they like there (nsfs: "net:[4026532176]"
+		// for every `ip netns add`).
+		if !strings.HasPrefix(mp, "/") || (isCgroupFS(e.FSType) && !strings.HasPrefix(root, "/")) {
+			return nil, fmt.Errorf("line %d: %s mount at %q of root %q: the mount point and a cgroup's root must start with /", line, e.FSType, mp, root)
+		}
 		if len(f) > sep+3 {
 			e.SuperOptions = strings.Join(f[sep+3:], " ")
 		}
@@ -434,6 +437,10 @@ func parseMountinfo(r io.Reader) ([]mountEntry, error) {
 	}
 	return out, nil
 }
+
+// isCgroupFS reports whether a mountinfo file system type is a cgroup
+// hierarchy, v1 or v2.
+func isCgroupFS(t string) bool { return t == "cgroup" || t == "cgroup2" }
 
 // unescapeMountPath undoes the kernel's show_path escapes: \ooo octal.
 func unescapeMountPath(s string) (string, error) {

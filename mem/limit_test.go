@@ -211,7 +211,9 @@ func TestParseMountinfo(t *testing.T) {
 	got, err := parseMountinfo(strings.NewReader(
 		"34 24 0:28 / /sys/fs/cgroup rw,nosuid shared:9 master:2 - cgroup2 cgroup2 rw,nsdelegate\n" +
 			`35 31 0:32 /a\134b /mnt/x\040y\011z rw - cgroup cgroup rw,memory` + "\n" +
-			"36 31 0:33 / /mnt/z rw - tmpfs tmpfs\n"))
+			"36 31 0:33 / /mnt/z rw - tmpfs tmpfs\n" +
+			// what `ip netns add` leaves: a root that is not a path (CI met it)
+			"42 41 0:4 net:[4026532176] /run/netns/hrtA rw shared:2 - nsfs nsfs rw\n"))
 	if err != nil {
 		t.Fatalf("got error %v, want none", err)
 	}
@@ -219,6 +221,7 @@ func TestParseMountinfo(t *testing.T) {
 		{Root: "/", MountPoint: "/sys/fs/cgroup", FSType: "cgroup2", SuperOptions: "rw,nsdelegate"},
 		{Root: `/a\b`, MountPoint: "/mnt/x y\tz", FSType: "cgroup", SuperOptions: "rw,memory"},
 		{Root: "/", MountPoint: "/mnt/z", FSType: "tmpfs"},
+		{Root: "net:[4026532176]", MountPoint: "/run/netns/hrtA", FSType: "nsfs", SuperOptions: "rw"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", got, want)
@@ -230,6 +233,7 @@ func TestParseMountinfo(t *testing.T) {
 		`35 31 0:32 / /mnt/x\04 rw - cgroup cgroup rw,memory`,     // escape cut short
 		`35 31 0:32 / /mnt/x\999y rw - cgroup cgroup rw,memory`,   // not octal
 		`35 31 0:32 rel /sys/fs/cgroup rw - cgroup cgroup rw,mem`, // relative root
+		`35 31 0:32 / rel rw - tmpfs tmpfs rw`,                    // relative mount point
 	} {
 		t.Run(bad, func(t *testing.T) {
 			if _, err := parseMountinfo(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {

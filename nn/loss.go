@@ -47,19 +47,45 @@ func LossByName(name string) (Loss, error) {
 
 // SparseCategoricalCrossentropy takes int32 class labels. From logits it is
 // the fused SoftmaxCrossEntropy; a softmax output is read through its logits.
-type SparseCategoricalCrossentropy struct{}
+type SparseCategoricalCrossentropy struct {
+	// IgnoreNegative leaves the positions whose label is negative out (the
+	// padding of sequences batched to a longer length): they add nothing to
+	// the loss or the gradients, and the loss is the mean over the other
+	// positions of the batch, as Keras' ignore_class and PyTorch's
+	// ignore_index with a mean reduction. Each example's loss is then its
+	// positions' sum scaled by batch/positions kept, so that the step's mean
+	// over the batch is the mean over the positions kept.
+	IgnoreNegative bool
+}
 
 func (SparseCategoricalCrossentropy) Name() string            { return "sparse_categorical_crossentropy" }
 func (SparseCategoricalCrossentropy) LabelType() tensor.DType { return tensor.Int32 }
 func (SparseCategoricalCrossentropy) LabelShape(out tensor.Shape) tensor.Shape {
 	return out[1 : out.Rank()-1].Clone()
 }
-func (SparseCategoricalCrossentropy) PerExample(out, labels *graph.Node) *graph.Node {
+func (l SparseCategoricalCrossentropy) PerExample(out, labels *graph.Node) *graph.Node {
 	logits, _ := Logits(out)
 	if logits.Op() == graph.OpSoftmax || out.Op() == graph.OpSigmoid {
 		logits = out // a sigmoid output is not a class distribution: use it as scores
 	}
-	return meanRest(graph.SoftmaxCrossEntropy(logits, labels))
+	if !l.IgnoreNegative {
+		return meanRest(graph.SoftmaxCrossEntropy(logits, labels))
+	}
+	zero := graph.ScalarLike(labels, 0)
+	keep := graph.GreaterEqual(labels, zero)
+	ce := graph.SoftmaxCrossEntropy(logits, graph.Where(keep, labels, zero))
+	valid := graph.Cast(keep, ce.DType())
+	kept := graph.ReduceSum(valid) // positions kept in the batch
+	per := graph.Mul(ce, valid)
+	if per.Shape().Rank() > 1 {
+		axes := make([]int, per.Shape().Rank()-1)
+		for i := range axes {
+			axes[i] = i + 1
+		}
+		per = graph.ReduceSum(per, axes...)
+	}
+	scale := graph.Div(graph.ScalarLike(kept, float64(per.Shape()[0])), graph.Maximum(kept, graph.ScalarLike(kept, 1)))
+	return graph.Mul(per, scale)
 }
 
 // BinaryCrossentropy takes float labels in [0, 1] of the output's shape. A

@@ -113,6 +113,16 @@ func (m *GPT) build(c *Context, x, pos *graph.Node, caches []*KVCache) *graph.No
 	return c.Boundary(head.Name(), head.Forward(c, h), false)
 }
 
+// AtLength returns the model over windows of T <= Context tokens, with the
+// same layers and weights (the first T rows of the position table): a
+// bucket of a run over sequences of varying length.
+func (m *GPT) AtLength(T int) (Model, error) {
+	if T < 1 || T > m.Context {
+		return nil, fmt.Errorf("nn: the gpt reads windows of at most %d tokens (its position table), not %d", m.Context, T)
+	}
+	return atLength{m, T}, nil
+}
+
 // Decoder returns the model of one decoding step of batch 1 with a key and
 // value cache of Context positions in each block (see GPTDecoder).
 func (m *GPT) Decoder() Model { return &GPTDecoder{GPT: m} }
@@ -189,6 +199,35 @@ func (m *LSTMLM) Build(c *Context, inputs []*graph.Node) []*graph.Node {
 	h := c.Call(emb, inputs[0])
 	h = c.Call(lstm, h)
 	return []*graph.Node{c.Boundary(head.Name(), head.Forward(c, h), false)}
+}
+
+// AtLength returns the model over windows of T tokens, with the same
+// layers and weights (a recurrence reads any length).
+func (m *LSTMLM) AtLength(T int) (Model, error) {
+	if T < 1 {
+		return nil, fmt.Errorf("nn: a window of %d tokens", T)
+	}
+	return atLength{m, T}, nil
+}
+
+// atLength is a language model over windows of t tokens: its input "x" is
+// int32 [t]; it builds as the model does, over that input.
+type atLength struct {
+	Model
+	t int
+}
+
+func (m atLength) Inputs() []Input {
+	in := append([]Input(nil), m.Model.Inputs()...)
+	in[0].Shape = tensor.Shape{m.t}
+	return in
+}
+
+// LengthModel is a model over sequences whose length may vary: AtLength
+// gives it over windows of T tokens, with the same weights.
+type LengthModel interface {
+	Model
+	AtLength(T int) (Model, error)
 }
 
 // Decoder returns the model of one decoding step of batch 1: it takes token

@@ -76,12 +76,14 @@ fi
 step "unit tests"
 # the ONNX tests must run the exports in onnxruntime, not skip
 export HEADROOM_REQUIRE_NODE=1
-go test -count=1 ./...
+# the whole-process packages (internal/cli, internal/promise: real runs in
+# memory cgroups, under mpirun) take minutes; a loaded machine doubles that
+go test -count=1 -timeout 30m ./...
 
 step "race tests (concurrent packages)"
 race_pkgs=$(go list ./mem/... ./data/... ./runtime/... ./kernels ./train 2>/dev/null || true)
 # shellcheck disable=SC2086
-go test -race -count=1 $race_pkgs
+go test -race -count=1 -timeout 30m $race_pkgs
 
 step "fuzz targets, -fuzztime ${fuzztime} each"
 go test -list '^Fuzz' ./... | awk '/^Fuzz/ {print}' >/dev/null # compile check

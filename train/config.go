@@ -124,6 +124,8 @@ type Config struct {
 	// Remat recomputes activations in the backward pass instead of keeping
 	// them, but for every ⌈√L⌉-th layer output (gradient checkpointing).
 	Remat bool
+	// buckets are a bucketed text's lengths (forBuckets), ascending
+	buckets []int
 	// storage is what compileAll chose for a 16-bit precision policy (see
 	// Storage).
 	storage     StorageChoice

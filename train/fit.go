@@ -39,9 +39,12 @@ type History struct {
 	FirstLoss     float64
 	LastLoss      float64
 	SamplesPerSec float64 // excluding the first Warmup steps (of a shorter run, over all its steps)
-	TrainSeconds  float64
-	StartEpoch    int // epochs already done when Fit began (resume)
-	StoppedEarly  bool
+	// TokensPerSec is a bucketed text's tokens trained on (padding left
+	// out) a second, timed as SamplesPerSec; 0 for other runs.
+	TokensPerSec float64
+	TrainSeconds float64
+	StartEpoch   int // epochs already done when Fit began (resume)
+	StoppedEarly bool
 	// ResumedFrom is the checkpoint a resumed run started from ("" for a
 	// fresh start); Done is set when it was already at the end of the run
 	// (nothing was trained).
@@ -148,8 +151,10 @@ type fitRun struct {
 	startStep int64 // warm-up steps count from here
 	start     time.Time
 	timedFrom time.Time
-	timed     int64         // examples trained after warm-up
-	paused    time.Duration // epoch-end work after warm-up
+	timed     int64 // examples trained after warm-up
+	// a bucketed text's tokens (labels kept), after warm-up and in all
+	timedTokens, allTokens int64
+	paused                 time.Duration // epoch-end work after warm-up
 	// a run shorter than the warm-up is timed over all its steps
 	allFrom   time.Time
 	all       int64
@@ -317,7 +322,12 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 			return err
 		}
 	}
-	k, mb := cfg.accumulate(), t.progs["train"].batch
+	bucket := 0 // the length a bucketed text's batch runs at
+	bk, isBucketed := src.(bucketed)
+	if isBucketed {
+		bucket = bk.bucket()
+	}
+	k, mb := cfg.accumulate(), t.progs[cfg.progKey("train", bucket)].batch
 	if r.allFrom.IsZero() {
 		r.allFrom = time.Now()
 	}
@@ -329,30 +339,36 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		rank = cfg.Comm.Rank()
 	}
 	lo, hi := rank*n/ranks, (rank+1)*n/ranks
-	local := hi - lo
 	if err := sameRuns(cfg, n, mb); err != nil {
 		return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
+	}
+	// micro-batches and processes weigh by their examples, or by the
+	// labels they keep (a bucketed text's padding)
+	share := func(a, b int) float64 { return float64(b - a) }
+	if isBucketed {
+		share = func(a, b int) float64 { return float64(bk.valid(a, b)) }
 	}
 	var loss float64
 	correct, seen := e.correct, e.seen
 	for at, m := lo, 0; at < hi; m++ {
 		size := min(mb, hi-at)
-		pr, err := t.stepProgram(at+size < hi, size)
+		pr, err := t.stepProgram(at+size < hi, size, bucket)
 		if err != nil {
 			return err
 		}
+		microW, rankW := ratio0(share(at, at+size), share(lo, hi)), ratio0(share(lo, hi), share(0, n))
 		if w, ok := pr.hyper["opt/micro_weight"]; ok {
-			w.SetFloat64At(0, float64(size)/float64(local))
+			w.SetFloat64At(0, microW)
 		}
 		if w, ok := pr.hyper["opt/rank_weight"]; ok {
-			w.SetFloat64At(0, float64(local)/float64(n))
+			w.SetFloat64At(0, rankW)
 		}
 		src.fill(pr, at, at+size)
 		micro := (r.step-1)*int64(k) + int64(m) + 1 // drives dropout masks
 		if err := t.runStep(pr, micro, r.step, e.lr); err != nil {
 			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
 		}
-		loss += pr.loss.Float64At(0) * float64(size) / float64(local)
+		loss += pr.loss.Float64At(0) * microW
 		if c, ok := t.scoring.count(pr.out, src, true); ok {
 			e.correct, e.seen = e.correct+c, e.seen+size*t.scoring.units()
 		}
@@ -360,7 +376,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	}
 	if ranks > 1 { // the batch's loss and counts, not this process's share's
 		var err error
-		if loss, err = r.sumOver(loss*float64(local)/float64(n), &correct, &seen, e); err != nil {
+		if loss, err = r.sumOver(loss*ratio0(share(lo, hi), share(0, n)), &correct, &seen, e); err != nil {
 			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
 		}
 	}
@@ -371,13 +387,19 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	e.lossSum += loss
 	e.updates++
 	e.batch++
+	tokens := int64(0) // a bucketed text's labels kept
+	if isBucketed {
+		tokens = int64(bk.valid(0, n))
+	}
 	switch s := r.step - r.startStep; {
 	case s == int64(cfg.Warmup):
 		r.timedFrom = time.Now()
 	case s > int64(cfg.Warmup):
 		r.timed += int64(n)
+		r.timedTokens += tokens
 	}
 	r.all += int64(n)
+	r.allTokens += tokens
 	for _, c := range r.callbacks {
 		if b, ok := c.(BatchEnder); ok {
 			b.OnBatchEnd(e.ep+1, e.updates, batches, loss)
@@ -431,12 +453,13 @@ func sameRuns(cfg *Config, n, mb int) error {
 }
 
 // stepProgram returns the program for a run of size examples of a batch:
-// accumulating (not the batch's last run), or the one that updates.
-func (t *Trainer) stepProgram(accumulate bool, size int) (*program, error) {
+// accumulating (not the batch's last run), or the one that updates; at a
+// bucketed text's bucket length (0: the model's own).
+func (t *Trainer) stepProgram(accumulate bool, size, bucket int) (*program, error) {
 	if accumulate {
-		return t.progs["train_accumulate"], nil
+		return t.progs[t.cfg.progKey("train_accumulate", bucket)], nil
 	}
-	if pr := t.progs["train"]; pr.batch == size { // a full batch, or a whole data set smaller than one
+	if pr := t.progs[t.cfg.progKey("train", bucket)]; pr.batch == size { // a full batch, or a whole data set smaller than one
 		return pr, nil
 	}
 	if pr := t.progs["train_tail"]; pr != nil && pr.batch == size {
@@ -521,9 +544,11 @@ func (r *fitRun) finish() *History {
 	h.TrainSeconds = time.Since(r.start).Seconds()
 	switch {
 	case r.timed > 0:
-		h.SamplesPerSec = float64(r.timed) / (time.Since(r.timedFrom) - r.paused).Seconds()
+		secs := (time.Since(r.timedFrom) - r.paused).Seconds()
+		h.SamplesPerSec, h.TokensPerSec = float64(r.timed)/secs, float64(r.timedTokens)/secs
 	case r.all > 0: // fewer steps than the warm-up: time them all
-		h.SamplesPerSec = float64(r.all) / (time.Since(r.allFrom) - r.allPaused).Seconds()
+		secs := (time.Since(r.allFrom) - r.allPaused).Seconds()
+		h.SamplesPerSec, h.TokensPerSec = float64(r.all)/secs, float64(r.allTokens)/secs
 	}
 	h.StoppedEarly = t.stop
 	h.SkippedSteps, h.LossScale = t.skipped, t.lossScale
@@ -558,6 +583,14 @@ func (t *Trainer) runStep(pr *program, micro, step int64, lr float64) error {
 		t.scaleAfter(pr.finite.Uint8s()[0] != 0)
 	}
 	return nil
+}
+
+// ratio0 is a/b, 0 when b is 0 (a share of nothing).
+func ratio0(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 func ratio(a, b int) float64 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"time"
 
@@ -153,7 +154,9 @@ func configAt(cfg Config, g rung) Config {
 	return cfg
 }
 
-// peakOf plans rung i (once) and returns its planned bytes.
+// peakOf plans rung i (once) and returns its planned bytes; a rung that
+// cannot be planned (a model recomputation or 16-bit storage does not
+// apply to) counts as fitting nowhere.
 func (t *Trainer) peakOf(i int) (int64, error) {
 	f := t.follow
 	g := &f.ladder[i]
@@ -161,12 +164,24 @@ func (t *Trainer) peakOf(i int) (int64, error) {
 		c := configAt(t.cfg, *g)
 		progs, rp, err := c.planRun(t.data)
 		if err != nil {
-			return 0, err
+			g.peak = math.MaxInt64
+			return g.peak, nil
 		}
 		g.peak = rp.Peak
 		f.planned = &planned{rung: i, progs: progs, rp: rp, cfg: c}
 	}
 	return g.peak, nil
+}
+
+// smallest returns the smallest peak of the rungs planned.
+func (f *follower) smallest() int64 {
+	s := int64(math.MaxInt64)
+	for _, g := range f.ladder {
+		if g.peak > 0 {
+			s = min(s, g.peak)
+		}
+	}
+	return s
 }
 
 // wanted returns the rung this process wants for a live budget of b bytes
@@ -369,7 +384,7 @@ func (r *fitRun) exhausted() error {
 	t.release()
 	t.engine.Trim()
 	debug.FreeOSMemory()
-	e := &BudgetExhausted{Step: r.step, Live: live, Smallest: f.ladder[len(f.ladder)-1].peak}
+	e := &BudgetExhausted{Step: r.step, Live: live, Smallest: f.smallest()}
 	if t.cfg.CheckpointDir != "" {
 		path, err := t.SaveCheckpoint(t.cfg.CheckpointDir, t.cfg.KeepCheckpoints)
 		if err != nil {

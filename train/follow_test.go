@@ -3,7 +3,9 @@ package train_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,10 +151,18 @@ func TestLiveBudgetExhaustedCheckpoints(t *testing.T) {
 // TestLiveBudgetRanksAgree: in a 2-rank run, the live budget falls on rank
 // 1 alone after step 3; both ranks re-plan at the same step to the same
 // micro-batching, so their weights stay bit for bit the same. Then an
-// interrupt on rank 1 alone stops both after the same step.
+// interrupt on rank 1 alone stops both after the same step. The same
+// under ZeRO stages 2 and 3 (the re-planned steps reduce-scatter, and
+// gather, the same blocks).
 func TestLiveBudgetRanksAgree(t *testing.T) {
+	for _, zero := range []int{0, 2, 3} {
+		t.Run(fmt.Sprintf("zero %d", zero), func(t *testing.T) { liveBudgetRanksAgree(t, zero) })
+	}
+}
+
+func liveBudgetRanksAgree(t *testing.T, zero int) {
 	data := blobs(15, 1000, 8, 4)
-	cfg := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9}
+	cfg := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9, Zero: zero}
 	c4 := cfg
 	c4.Accumulate = 4
 	c4.Comm = newLocalRank(newLocalGroup(2), 0) // plans rank 0's share
@@ -194,7 +204,7 @@ func TestLiveBudgetRanksAgree(t *testing.T) {
 			}
 			defer tr.Close()
 			h, err := tr.Fit(context.Background())
-			outs[rank] = outcome{events: h.Events, err: err, w: paramValues(tr)}
+			outs[rank] = outcome{events: h.Events, err: err, w: wholeParams(tr)}
 		}()
 	}
 	wg.Wait()
@@ -210,6 +220,9 @@ func TestLiveBudgetRanksAgree(t *testing.T) {
 	}
 	if len(outs[0].events) == 1 && len(outs[1].events) == 1 && outs[0].events[0].Accumulate != outs[1].events[0].Accumulate {
 		t.Errorf("the ranks re-planned differently: %v and %v", outs[0].events, outs[1].events)
+	}
+	if len(outs[0].w) == 0 || len(outs[0].w) != len(outs[1].w) {
+		t.Fatalf("the ranks' weights: %d and %d values", len(outs[0].w), len(outs[1].w))
 	}
 	for i := range outs[0].w {
 		if math.Float64bits(outs[0].w[i]) != math.Float64bits(outs[1].w[i]) {
@@ -230,3 +243,47 @@ func (c closeAt) OnBatchEnd(epoch, batch, batches int, loss float64) {
 	}
 }
 func (c closeAt) OnEpochEnd(*train.Trainer, *train.EpochLog) error { return nil }
+
+// mallocCounter reads the process's mallocs after steps 20 and 60.
+type mallocCounter struct {
+	m  runtime.MemStats
+	at []uint64
+	n  int
+}
+
+func (s *mallocCounter) OnBatchEnd(epoch, batch, batches int, loss float64) {
+	s.n++
+	if s.n == 20 || s.n == 60 {
+		runtime.ReadMemStats(&s.m)
+		s.at = append(s.at, s.m.Mallocs)
+	}
+}
+func (s *mallocCounter) OnEpochEnd(*train.Trainer, *train.EpochLog) error { return nil }
+
+// TestLiveBudgetAllocatesNothing: following a live budget adds no heap
+// allocation to the steady-state steps (40 steps counted, with and
+// without a live source that never squeezes).
+func TestLiveBudgetAllocatesNothing(t *testing.T) {
+	data := blobs(11, 512*64, 16, 4)
+	var got [2]uint64
+	for i, live := range []bool{false, true} {
+		c := train.Config{Model: recoveryModel(), Optimizer: &optim.SGD{Momentum: 0.9}, Epochs: 1, Batch: 512, Seed: 5, NoWatchdog: true}
+		mc := &mallocCounter{}
+		c.Callbacks = []train.Callback{mc}
+		if live {
+			ls := &liveSource{room: 1 << 40, low: 1 << 40, from: 1 << 30}
+			ls.budget.Store(ls.room)
+			c.Live = ls
+		}
+		tr, h := fit(t, c, data)
+		tr.Close()
+		if len(mc.at) != 2 || len(h.Events) != 0 {
+			t.Fatalf("counted %v, events %v", mc.at, h.Events)
+		}
+		got[i] = mc.at[1] - mc.at[0]
+	}
+	t.Logf("mallocs over 40 steps: %d without a live budget, %d with", got[0], got[1])
+	if got[1] > got[0] {
+		t.Errorf("following the live budget allocated %d more times over 40 steps, want none", got[1]-got[0])
+	}
+}

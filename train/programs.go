@@ -18,6 +18,7 @@ type program struct {
 	p      *compile.Program
 	x      *runtime.Executable
 	batch  int // examples per run (a micro-batch when accumulating)
+	bucket int // the bucket length it runs at (0: the model's own)
 	mode   step.Mode
 	in     struct{ x, y, step tensor.Tensor }
 	hyper  map[string]tensor.Tensor
@@ -89,15 +90,12 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 			}
 		}
 	}
-	if evalN > 0 {
-		be := min(c.evalBatch(), evalN)
-		if err := add("eval", be, step.Eval); err != nil {
+	if err := c.addEval(add, evalN); err != nil {
+		return nil, err
+	}
+	if len(c.buckets) > 1 {
+		if err := c.addBuckets(progs); err != nil {
 			return nil, err
-		}
-		if r := evalN % be; r != 0 {
-			if err := add("eval_tail", r, step.Eval); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return progs, nil
@@ -111,6 +109,21 @@ func (c *Config) share(n int) int {
 		rank = c.Comm.Rank()
 	}
 	return (rank+1)*n/ranks - rank*n/ranks
+}
+
+// addEval adds the evaluation programs of evalN examples.
+func (c *Config) addEval(add func(key string, b int, mode step.Mode) error, evalN int) error {
+	if evalN <= 0 {
+		return nil
+	}
+	be := min(c.evalBatch(), evalN)
+	if err := add("eval", be, step.Eval); err != nil {
+		return err
+	}
+	if r := evalN % be; r != 0 {
+		return add("eval_tail", r, step.Eval)
+	}
+	return nil
 }
 
 // RunPlan is what a run reserves, known before it reserves anything.
@@ -132,6 +145,10 @@ type RunPlan struct {
 	// pass, and StorageNote why when that is not its 16-bit layout.
 	Storage     StorageChoice
 	StorageNote string
+	// Buckets are a bucketed text's buckets, each with what a run of that
+	// bucket alone would reserve (its programs, the data and the pipeline);
+	// the run reserves them all in one session: Peak.
+	Buckets []BucketPlan
 
 	trainN, evalN int // the data sizes the programs were compiled for
 }
@@ -158,8 +175,14 @@ func PlanFor(cfg Config, d *Data) (*RunPlan, error) {
 
 // planRun compiles the run's programs for d and plans them with the data.
 func (c *Config) planRun(d *Data) (map[string]*program, *RunPlan, error) {
+	if err := c.forBuckets(d); err != nil {
+		return nil, nil, err
+	}
 	trainN, evalN := d.trainN(), d.info.HeldOut
-	if d.text != nil {
+	switch {
+	case len(c.buckets) > 0: // batches padded to the batch: no smaller last one
+		trainN, evalN = c.Batch, c.evalBatch()
+	case d.text != nil:
 		trainN, evalN = c.Batch, d.text.valWindows()
 	}
 	progs, err := c.compileAll(trainN, evalN)
@@ -185,6 +208,9 @@ func (c *Config) planRunWith(d *Data, progs map[string]*program) (*RunPlan, erro
 		trainN: d.trainN(), evalN: d.info.HeldOut}
 	if d.text != nil {
 		rp.trainN, rp.evalN = c.Batch, d.text.valWindows()
+		if len(c.buckets) > 0 {
+			rp.evalN = c.evalBatch()
+		}
 	}
 	rp.Streamed, rp.From = d.Streamed()
 	if c.Backend.HostAddressable() { // else host memory, beside the device's plan
@@ -199,6 +225,7 @@ func (c *Config) planRunWith(d *Data, progs map[string]*program) (*RunPlan, erro
 	}
 	rp.Totals[mem.Input] += rp.DataBytes + rp.PipelineBytes
 	rp.Peak = sum(rp.Totals)
+	rp.Buckets = c.bucketPlans(progs, rp.DataBytes+rp.PipelineBytes)
 	return rp, nil
 }
 
@@ -238,12 +265,19 @@ func (c Config) maxBatch(d *Data, budget int64, limit int) (int, error) {
 		return rp.Peak <= budget, nil
 	}
 	// batches that split evenly over the processes: unit·m for m in
-	// [lo, hi]; fits(lo) holds (0 by convention): find the largest
+	// [0, limit/unit]
 	unit := c.ranks()
-	lo, hi := 0, limit/unit
+	m, err := largest(0, limit/unit, func(m int) (bool, error) { return fits(m * unit) })
+	return m * unit, err
+}
+
+// largest returns the largest n in [lo, hi] for which fits holds, given
+// that it holds for lo (by convention when lo is 0) and, past some n, for
+// none above: a bisection.
+func largest(lo, hi int, fits func(int) (bool, error)) (int, error) {
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		ok, err := fits(mid * unit)
+		ok, err := fits(mid)
 		if err != nil {
 			return 0, err
 		}
@@ -253,7 +287,7 @@ func (c Config) maxBatch(d *Data, budget int64, limit int) (int, error) {
 			hi = mid - 1
 		}
 	}
-	return lo * unit, nil
+	return lo, nil
 }
 
 // bind binds the program's inputs (the model's input is xName) and

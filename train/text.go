@@ -26,6 +26,13 @@ type Text struct {
 	// the first ValWindows non-overlapping windows of Val (0: 64, the
 	// peers' count; fewer if Val holds fewer).
 	ValWindows int
+	// Buckets, when set (ascending lengths, the largest T), make the run
+	// one over sequences of varying length: the lines of the text, batched
+	// by length and padded to their bucket (see buckets.go). The
+	// validation loss is then the mean over every validation line's tokens.
+	Buckets []int
+
+	trainSeqs *seqs // the training split cut into sequences (Buckets)
 }
 
 // valWindows returns the windows of the validation loss.
@@ -51,6 +58,12 @@ func (x *Text) valWindows() int {
 // bytes as the training split holds, in batches of batch (each batch drawn
 // uniformly at random, so an epoch covers the text once in expectation).
 func (x *Text) StepsPerEpoch(batch int) int {
+	if len(x.Buckets) > 0 && x.Train != nil {
+		if x.trainSeqs == nil {
+			x.trainSeqs = cutSeqs(x.Train, x.Buckets)
+		}
+		return x.trainSeqs.batches(batch)
+	}
 	return max(1, (len(x.Train)+batch*x.T-1)/(batch*x.T))
 }
 
@@ -58,6 +71,9 @@ func (x *Text) StepsPerEpoch(batch int) int {
 // validation windows: the first ValWindows non-overlapping windows of Val.
 func (t *Trainer) evaluateText() (float64, error) {
 	txt := t.text
+	if len(txt.Buckets) > 0 {
+		return t.evaluateSeqs()
+	}
 	n := txt.valWindows()
 	ev := t.progs["eval"]
 	if n == 0 || ev == nil {
@@ -91,6 +107,20 @@ func (t *Trainer) evaluateText() (float64, error) {
 // labels; the text read later when it is in files.
 func (d *Data) resolveText() error {
 	t := d.text
+	if len(t.Buckets) > 0 {
+		last := t.Buckets[len(t.Buckets)-1]
+		for i, b := range t.Buckets {
+			if b < 1 || i > 0 && b <= t.Buckets[i-1] {
+				return fmt.Errorf("train: text %q: buckets %v: want lengths >= 1, ascending", t.Name, t.Buckets)
+			}
+		}
+		if t.T == 0 {
+			t.T = last
+		}
+		if t.T != last {
+			return fmt.Errorf("train: text %q: the window %d is not the largest bucket %d", t.Name, t.T, last)
+		}
+	}
 	if t.T <= 0 {
 		return fmt.Errorf("train: text %q: a window of %d tokens", t.Name, t.T)
 	}
@@ -143,6 +173,16 @@ func (t *Trainer) checkText(spec step.OutputSpec) error {
 // newTextFeed checks the read text and returns its feed.
 func (t *Trainer) newTextFeed() (feed, error) {
 	txt := t.text
+	if len(txt.Buckets) > 0 {
+		if txt.trainSeqs == nil {
+			txt.trainSeqs = cutSeqs(txt.Train, txt.Buckets)
+		}
+		if len(txt.trainSeqs.start) == 0 {
+			return nil, fmt.Errorf("train: text %q: its training split holds no line of 2 bytes or more", txt.Name)
+		}
+		t.valSeqs = cutSeqs(txt.Val, txt.Buckets)
+		return newBucketFeed(txt.trainSeqs, t.cfg.Batch, t.cfg.Seed), nil
+	}
 	w, err := data.NewWindows(txt.Train, txt.T)
 	if err != nil || len(txt.Train) < txt.T+2 {
 		return nil, fmt.Errorf("train: text %q: its training split of %d bytes holds no random window of %d bytes", txt.Name, len(txt.Train), txt.T+1)

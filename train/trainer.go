@@ -51,6 +51,8 @@ type Trainer struct {
 	// processes (nil otherwise); origBudget the budget it began under
 	follow     *follower
 	origBudget int64
+	// valSeqs is a bucketed text's validation split, cut into sequences
+	valSeqs *seqs
 	// noValidation leaves a text's validation out of the epoch ends
 	// (FitToBudget's timing runs)
 	noValidation bool
@@ -85,7 +87,7 @@ func New(cfg Config, d *Data) (*Trainer, error) {
 	if err := t.describe(); err != nil {
 		return nil, err
 	}
-	progs, rp, err := cfg.planRun(d)
+	progs, rp, err := t.cfg.planRun(d)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +99,7 @@ func New(cfg Config, d *Data) (*Trainer, error) {
 		if err := d.load(); err != nil {
 			return nil, err
 		}
-		if rp, err = cfg.planRunWith(d, progs); err != nil {
+		if rp, err = t.cfg.planRunWith(d, progs); err != nil {
 			return nil, err
 		}
 		t.setPlan(progs, rp)

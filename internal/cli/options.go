@@ -34,6 +34,7 @@ type options struct {
 	kerasWeights                       bool
 	kerasConfig                        string          // --keras-config: the architecture of a weights-only --keras file
 	inputShapes                        []keras.Option  // --input-shape, each given
+	buckets                            []int           // --buckets, ascending
 	planOnly                           bool            // headroom plan: nothing runs
 	set                                map[string]bool // flags given on the command line
 	kf                                 *kerasFile      // --keras, once read
@@ -65,6 +66,7 @@ func (o *options) register(fs *flag.FlagSet) {
 		}
 		return err
 	})
+	fs.Func("buckets", "text runs: train on the text's lines, batched by length into these buckets (e.g. 32,64,128: each batch padded to the smallest that holds it, the padding left out of the loss); the largest is the model's window (--seq)", o.parseBuckets)
 	fs.StringVar(&o.text, "text", "", "train a language model (gpt, lstm) on this file or folder of text (read recursively, sorted; 90% train, 10% validation)")
 	fs.StringVar(&o.profileDir, "profile", "", "write profile.pb.gz (go tool pprof), trace.json (Perfetto), report.html and TensorBoard events to this directory")
 }
@@ -114,6 +116,9 @@ func (o *options) finish() error {
 	}
 	if o.isText() && o.model == "small" { // the default model is not a language model
 		o.model = "gpt"
+	}
+	if err := o.checkBuckets(); err != nil {
+		return err
 	}
 	if err := o.check(); err != nil {
 		return err

@@ -18,30 +18,32 @@ import (
 
 // planReport is what 'headroom plan --json' prints (bytes, integers).
 type planReport struct {
-	Model             string       `json:"model"`
-	Dataset           string       `json:"dataset"`
-	Batch             int          `json:"batch"`
-	ParamCount        int          `json:"param_count"`
-	ParamsBytes       int64        `json:"params_bytes"`
-	GradsBytes        int64        `json:"grads_bytes"`
-	OptStateBytes     int64        `json:"optstate_bytes"`
-	ActivationsBytes  int64        `json:"activations_bytes"`
-	WorkspaceBytes    int64        `json:"workspace_bytes"`
-	InputBytes        int64        `json:"input_bytes"`
-	ArenaBytes        int64        `json:"arena_bytes"`
-	LowerBoundBytes   int64        `json:"arena_lower_bound_bytes"`
-	PeakBytes         int64        `json:"peak_bytes"`
-	BudgetBytes       int64        `json:"budget_bytes,omitempty"`      // --budget: the whole process's
-	PlanBudgetBytes   int64        `json:"plan_budget_bytes,omitempty"` // what the plan may reserve under it (or under the limit the process lives under)
-	BudgetSource      string       `json:"budget_source,omitempty"`
-	MaxBatchForBudget *int         `json:"max_batch_for_budget,omitempty"`
-	StepBatch         int          `json:"step_batch,omitempty"`     // set when --batch exceeds the training set: a step holds all of it
-	PrecisionNote     string       `json:"precision_note,omitempty"` // a 16-bit policy that keeps float32's layout, and why
-	DataBytes         int64        `json:"data_bytes"`               // the examples held in memory (part of input_bytes)
-	PipelineBytes     int64        `json:"pipeline_bytes"`           // the input pipeline's reservation (part of input_bytes)
-	Streamed          bool         `json:"streamed"`                 // the training set is read from its files (or generated) each epoch
-	Seq               int          `json:"seq,omitempty"`            // a language model's window
-	Layers            []layerBytes `json:"layers"`
+	Model             string         `json:"model"`
+	Dataset           string         `json:"dataset"`
+	Batch             int            `json:"batch"`
+	ParamCount        int            `json:"param_count"`
+	ParamsBytes       int64          `json:"params_bytes"`
+	GradsBytes        int64          `json:"grads_bytes"`
+	OptStateBytes     int64          `json:"optstate_bytes"`
+	ActivationsBytes  int64          `json:"activations_bytes"`
+	WorkspaceBytes    int64          `json:"workspace_bytes"`
+	InputBytes        int64          `json:"input_bytes"`
+	ArenaBytes        int64          `json:"arena_bytes"`
+	LowerBoundBytes   int64          `json:"arena_lower_bound_bytes"`
+	PeakBytes         int64          `json:"peak_bytes"`
+	BudgetBytes       int64          `json:"budget_bytes,omitempty"`      // --budget: the whole process's
+	PlanBudgetBytes   int64          `json:"plan_budget_bytes,omitempty"` // what the plan may reserve under it (or under the limit the process lives under)
+	BudgetSource      string         `json:"budget_source,omitempty"`
+	MaxBatchForBudget *int           `json:"max_batch_for_budget,omitempty"`
+	StepBatch         int            `json:"step_batch,omitempty"`     // set when --batch exceeds the training set: a step holds all of it
+	PrecisionNote     string         `json:"precision_note,omitempty"` // a 16-bit policy that keeps float32's layout, and why
+	DataBytes         int64          `json:"data_bytes"`               // the examples held in memory (part of input_bytes)
+	PipelineBytes     int64          `json:"pipeline_bytes"`           // the input pipeline's reservation (part of input_bytes)
+	Streamed          bool           `json:"streamed"`                 // the training set is read from its files (or generated) each epoch
+	Seq               int            `json:"seq,omitempty"`            // a language model's window
+	Buckets           []bucketReport `json:"buckets,omitempty"`        // --buckets: each one's peak alone
+	LongestSeq        *int           `json:"longest_seq_for_budget,omitempty"`
+	Layers            []layerBytes   `json:"layers"`
 	// with --keras: the counts and rows of Keras' model.summary(), and the
 	// file's optimizer when the plan uses it
 	TotalParams        *int         `json:"total_params,omitempty"`
@@ -175,6 +177,9 @@ func (o *options) report(cfg train.Config, d *train.Data, rp *train.RunPlan) (*p
 	if o.isText() {
 		r.Seq = o.seq
 	}
+	if err := o.addBuckets(r, cfg, rp); err != nil {
+		return nil, err
+	}
 	if n := d.StepsPerEpoch(1); n > 0 && !o.isText() && o.batch > n {
 		r.StepBatch = n // as in Keras, one partial batch holds the whole set
 	}
@@ -259,6 +264,7 @@ func printReport(w io.Writer, r *planReport) {
 	if r.Seq > 0 {
 		fmt.Fprintf(w, "  windows of %d bytes\n", r.Seq)
 	}
+	printBuckets(w, r)
 	fmt.Fprintf(w, "per layer (activation and other: arena buffers the layer owns, which share memory over time):\n")
 	fmt.Fprintf(w, "  %-24s %12s %12s %12s %12s\n", "layer", "params", "optstate", "activation", "other")
 	for _, l := range r.Layers {

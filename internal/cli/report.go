@@ -77,7 +77,11 @@ func (r *trainRun) result(t *train.Trainer, h *train.History) (string, error) {
 	f := []any{"engine", "headroom", "model", o.modelName(), "data", o.dataName(&r.df), "threads", o.threads,
 		"param_count", paramCount, "batch", cfg.Batch}
 	if o.isText() {
-		f = append(f, "seq", o.seq, "tokens_per_sec", fmt.Sprintf("%.0f", h.SamplesPerSec*float64(o.seq)),
+		tokens := h.SamplesPerSec * float64(o.seq) // windows of seq tokens
+		if h.TokensPerSec > 0 {                    // lines of buckets: the tokens kept
+			tokens = h.TokensPerSec
+		}
+		f = append(f, "seq", o.seq, "tokens_per_sec", fmt.Sprintf("%.0f", tokens),
 			"val_bpb", fmt.Sprintf("%.4f", valLoss/math.Ln2))
 	}
 	f = append(f, "samples_per_sec", fmt.Sprintf("%.1f", h.SamplesPerSec), "steps", h.Steps,

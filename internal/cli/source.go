@@ -67,7 +67,7 @@ func (o *options) builtinSet() (data.Set, error) {
 // toolchain's own sources), or the file or folder --text, split 90% /
 // 10% as go-src is; listed, read once the plan fits.
 func (o *options) textData() (*train.Text, error) {
-	t := &train.Text{T: o.seq, ValWindows: datasets.GoSrcValWindows}
+	t := &train.Text{T: o.seq, ValWindows: datasets.GoSrcValWindows, Buckets: o.buckets}
 	var err error
 	if o.text != "" {
 		t.Name = "text:" + o.text

@@ -116,3 +116,62 @@ func TestGenerateNeedsALanguageModel(t *testing.T) {
 		t.Errorf("generate on a classifier's weights: status %d, stderr %q; want an error saying the file holds no language model", status, stderr)
 	}
 }
+
+// TestBuckets: --buckets trains a text's lines batched by length (planned
+// equals measured, with every bucket in the one reservation), and plan
+// prints each bucket's peak alone and, under a budget, the longest window
+// that fits; --buckets without a text, or with a --seq that is not its
+// largest, is a usage error.
+func TestBuckets(t *testing.T) {
+	text := textFile(t, 20000)
+	status, out, stderr := run(t, "train", "--text", text, "--buckets", "16,32,64", "--batch", "8", "--max-steps", "6", "--threads", "1")
+	if status != 0 {
+		t.Fatalf("train --buckets: status %d\n%s%s", status, out, stderr)
+	}
+	if !strings.Contains(out, "seq=64") || resultValue(t, out, "planned_peak_bytes") != resultValue(t, out, "measured_peak_bytes") {
+		t.Errorf("want seq=64 (the largest bucket) and planned == measured:\n%s", out)
+	}
+	status, out, stderr = run(t, "plan", "--text", text, "--buckets", "16,32,64", "--batch", "8", "--budget", "256MiB", "--json")
+	if status != 0 {
+		t.Fatalf("plan --buckets: status %d\n%s%s", status, out, stderr)
+	}
+	var r struct {
+		Peak    int64 `json:"peak_bytes"`
+		Buckets []struct {
+			Length int   `json:"length"`
+			Peak   int64 `json:"peak_bytes"`
+		} `json:"buckets"`
+		Longest *int `json:"longest_seq_for_budget"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(r.Buckets) != 3 || r.Buckets[0].Length != 16 || r.Buckets[2].Length != 64 {
+		t.Fatalf("buckets %+v, want 16, 32 and 64", r.Buckets)
+	}
+	for i, b := range r.Buckets {
+		if b.Peak <= 0 || b.Peak > r.Peak || i > 0 && b.Peak <= r.Buckets[i-1].Peak {
+			t.Errorf("bucket %d peaks at %d B alone (the run %d B): want a growing peak within the run's", b.Length, b.Peak, r.Peak)
+		}
+	}
+	if r.Longest == nil || *r.Longest < 64 {
+		t.Errorf("longest window for 256MiB: %v, want at least the largest bucket, 64 (its run fits)", r.Longest)
+	}
+	for _, args := range [][]string{{"--buckets", "16,32"}, {"--text", text, "--buckets", "16,32", "--seq", "64"}, {"--text", text, "--buckets", "0,8"}} {
+		if status, _, stderr := run(t, append([]string{"plan"}, args...)...); status != 2 {
+			t.Errorf("plan %v: status %d (%s), want 2 (a usage error)", args, status, strings.TrimSpace(stderr))
+		}
+	}
+}
+
+// resultValue returns a RESULT line's value of key.
+func resultValue(t *testing.T, out, key string) string {
+	t.Helper()
+	for _, f := range strings.Fields(out[strings.LastIndex(out, "RESULT "):]) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("no %s= in the RESULT line:\n%s", key, out)
+	return ""
+}

@@ -59,35 +59,13 @@ func neighbour(spec string) int {
 // close, and why not bit for bit).
 func TestNeighbourGrows(t *testing.T) {
 	fashionMNIST(t)
-	args := []string{"train", "--model", "cnn", "--dataset", "fashion-mnist", "--batch", "512", "--epochs", "1", "--threads", "2", "--seed", "1"}
-	free := headroom(t, args...)
+	free := headroom(t, neighbourArgs...)
 	res := trained(t, free)
 	planned := bytesField(t, free, res, "planned_peak_bytes")
-	limit := (planned + processOwn) * 13 / 10 &^ (1<<20 - 1)
-	grow := planned / 2
-
-	cg := testutil.NewMemoryCgroup(t, limit)
-	p := start(t, cg.Command(bin, args...), args)
-	nb := cg.Command(os.Args[0])
-	nb.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", neighbourEnv, grow, 50<<20, 6000, 6000))
-	var nbOut strings.Builder
-	nb.Stdout, nb.Stderr = &nbOut, &nbOut
-	if err := nb.Start(); err != nil {
-		t.Fatal(err)
+	r, nbErr, kills := withNeighbour(t, planned, 50<<20)
+	if nbErr != nil {
+		t.Errorf("the neighbour did not end well: %v", nbErr)
 	}
-	nbErr := make(chan error, 1)
-	go func() { nbErr <- nb.Wait() }()
-	t.Cleanup(func() { nb.Process.Kill() })
-	r := wait(t, args, p)
-	if err := <-nbErr; err != nil {
-		t.Errorf("the neighbour did not end well: %v\n%s", err, nbOut.String())
-	}
-	kills, err := cg.OOMKills()
-	if err != nil {
-		t.Fatal(err)
-	}
-	peak, _ := cg.Peak()
-	t.Logf("cgroup limit %d MiB, neighbour to %d MiB: headroom status %d, cgroup peak %.1f MiB, %d OOM kills\n%s", limit>>20, grow>>20, r.status, float64(peak)/(1<<20), kills, nbOut.String())
 	if r.status != 0 || kills != 0 {
 		t.Fatalf("got status %d and %d OOM kills, want 0 and 0\n%s", r.status, kills, r.output())
 	}
@@ -115,6 +93,76 @@ func TestNeighbourGrows(t *testing.T) {
 	if rel > 2e-2 || math.Abs(accA-accB) > 0.01 {
 		t.Errorf("final loss %v with the neighbour, %v undisturbed (%.3g relative, want <= 2e-2); test accuracy %v and %v (want within 0.01)", b, a, rel, accB, accA)
 	}
+}
+
+// neighbourArgs is the run a neighbour shares its container with: the cnn
+// on Fashion-MNIST at batch 512.
+var neighbourArgs = []string{"train", "--model", "cnn", "--dataset", "fashion-mnist", "--batch", "512", "--epochs", "1", "--threads", "2", "--seed", "1"}
+
+// withNeighbour runs neighbourArgs in a memory cgroup of 1.3x what they
+// need (planned bytes plus the process's own) beside a neighbour that,
+// after 6 s, grows to half of planned at rate bytes a second, holds it for
+// 6 s and exits. It returns the run, how the neighbour ended and the
+// cgroup's OOM kills.
+func withNeighbour(t *testing.T, planned, rate int64) (*run, error, int) {
+	t.Helper()
+	limit := (planned + processOwn) * 13 / 10 &^ (1<<20 - 1)
+	grow := planned / 2
+	cg := testutil.NewMemoryCgroup(t, limit)
+	p := start(t, cg.Command(bin, neighbourArgs...), neighbourArgs)
+	nb := cg.Command(os.Args[0])
+	nb.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", neighbourEnv, grow, rate, 6000, 6000))
+	var nbOut strings.Builder
+	nb.Stdout, nb.Stderr = &nbOut, &nbOut
+	if err := nb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- nb.Wait() }()
+	t.Cleanup(func() { nb.Process.Kill() })
+	r := wait(t, neighbourArgs, p)
+	nbErr := <-done
+	kills, err := cg.OOMKills()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, _ := cg.Peak()
+	t.Logf("cgroup limit %d MiB, neighbour to %d MiB at %d MiB/s: headroom status %d, neighbour %v, cgroup peak %.1f MiB, %d OOM kills\n%s",
+		limit>>20, grow>>20, rate>>20, r.status, nbErr, float64(peak)/(1<<20), kills, nbOut.String())
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(l, "live budget") {
+			t.Log(l)
+		}
+	}
+	return r, nbErr, kills
+}
+
+// TestNeighbourRates measures how fast a neighbour may grow and still be
+// answered in time: withNeighbour at each rate of HEADROOM_NEIGHBOUR_RATES
+// (MiB/s, comma-separated; scripts/neighbour-rates.sh sets it), printing
+// how each ended. It measures, it does not judge: it runs only when asked.
+func TestNeighbourRates(t *testing.T) {
+	rates := os.Getenv("HEADROOM_NEIGHBOUR_RATES")
+	if rates == "" {
+		t.Skip("a measurement: set HEADROOM_NEIGHBOUR_RATES (scripts/neighbour-rates.sh)")
+	}
+	fashionMNIST(t)
+	free := headroom(t, neighbourArgs...)
+	planned := bytesField(t, free, trained(t, free), "planned_peak_bytes")
+	var table []string
+	for _, f := range strings.Split(rates, ",") {
+		mib, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || mib <= 0 {
+			t.Fatalf("HEADROOM_NEIGHBOUR_RATES=%q: want MiB/s such as 50,100,200", rates)
+		}
+		var line string
+		t.Run(fmt.Sprintf("%dMiBps", mib), func(t *testing.T) {
+			r, nbErr, kills := withNeighbour(t, planned, int64(mib)<<20)
+			line = fmt.Sprintf("%5d MiB/s: headroom status %d, neighbour %v, OOM kills %d", mib, r.status, nbErr, kills)
+		})
+		table = append(table, line)
+	}
+	fmt.Printf("neighbour growth rates (the cnn, batch 512, in 1.3x of what it needs, a neighbour to half its plan):\n%s\n", strings.Join(table, "\n"))
 }
 
 // lossField returns a RESULT's final_loss.

@@ -138,13 +138,9 @@ func notModel(head []byte) error {
 
 // sniff returns the first bytes of the file at path.
 func sniff(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openPath(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, &Error{File: path, Index: -1, Err: fmt.Errorf("cannot open: %w", err)}
+		return nil, err
 	}
 	defer f.Close()
 	head := make([]byte, 64)

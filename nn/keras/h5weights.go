@@ -116,15 +116,7 @@ func (f *File) readWeights(m *Model) (map[string]tensor.Tensor, error) {
 
 // modelOf returns the model config object of a file's config JSON.
 func modelOf(config []byte) (map[string]any, error) {
-	data, err := unpack(config)
-	if err != nil {
-		return nil, err
-	}
-	root, err := decode(data)
-	if err != nil {
-		return nil, err
-	}
-	src, err := locate(root)
+	src, err := configOf(config)
 	if err != nil {
 		return nil, err
 	}

@@ -158,7 +158,8 @@ func LoadWithConfig(weightsPath, configPath string, opts ...Option) (*Model, err
 	return f.Model(opts...)
 }
 
-func readFile(path string) ([]byte, error) {
+// openPath opens path, an *Error naming it when it cannot.
+func openPath(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		var pe *os.PathError
@@ -166,6 +167,14 @@ func readFile(path string) ([]byte, error) {
 			err = pe.Err
 		}
 		return nil, &Error{File: path, Index: -1, Err: fmt.Errorf("cannot open: %w", err)}
+	}
+	return f, nil
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := openPath(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
@@ -218,16 +227,22 @@ type source struct {
 	manifest any   // TensorFlow.js weightsManifest, nil when absent
 }
 
-func (p *parser) parse(data []byte) (*Model, error) {
+// configOf unpacks and decodes a config file's data and finds the model
+// config in it.
+func configOf(data []byte) (source, error) {
 	data, err := unpack(data)
 	if err != nil {
-		return nil, err
+		return source{}, err
 	}
 	root, err := decode(data)
 	if err != nil {
-		return nil, err
+		return source{}, err
 	}
-	src, err := locate(root)
+	return locate(root)
+}
+
+func (p *parser) parse(data []byte) (*Model, error) {
+	src, err := configOf(data)
 	if err != nil {
 		return nil, err
 	}
