@@ -26,8 +26,8 @@ step "system packages"
 # (the distributed tests build with -tags mpi and run under mpirun),
 # Node.js and npm (ONNX exports are run in onnxruntime-node, which the test
 # installs with npm), NumPy for Debian's python3 (the go-src corpus is
-# compared with the PyTorch peer's) and h5py (the HDF5 reader and writer
-# are checked against files it writes and reads).
+# compared with the PyTorch peer's), h5py (the HDF5 reader and writer
+# are checked against files it writes and reads) and iproute2.
 need=()
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
@@ -36,6 +36,8 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 [ -f /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] || [ -f /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+# ip and tc: two ranks in two network namespaces, over TCP (internal/cli)
+{ command -v ip && command -v tc; } >/dev/null 2>&1 || need+=(iproute2)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
