@@ -27,7 +27,7 @@ step "system packages"
 # Node.js and npm (ONNX exports are run in onnxruntime-node, which the test
 # installs with npm), NumPy for Debian's python3 (the go-src corpus is
 # compared with the PyTorch peer's), h5py (the HDF5 reader and writer
-# are checked against files it writes and reads) and iproute2.
+# are checked against files it writes and reads), iproute2 and Slurm.
 need=()
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
@@ -38,6 +38,12 @@ command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 # ip and tc: two ranks in two network namespaces, over TCP (internal/cli)
 { command -v ip && command -v tc; } >/dev/null 2>&1 || need+=(iproute2)
+# a one-node Slurm (internal/cli's TestSlurm starts its own daemons, with
+# its own slurm.conf and munge key; the packages' services stay stopped)
+[ -x /usr/sbin/slurmctld ] || need+=(slurmctld)
+[ -x /usr/sbin/slurmd ] || need+=(slurmd)
+command -v srun >/dev/null 2>&1 || need+=(slurm-client)
+[ -x /usr/sbin/munged ] || need+=(munge)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
@@ -78,6 +84,8 @@ fi
 step "unit tests"
 # the ONNX tests must run the exports in onnxruntime, not skip
 export HEADROOM_REQUIRE_NODE=1
+# and the Slurm test must run, not skip, where the packages are installed
+if [ "$(id -u)" -eq 0 ]; then export HEADROOM_REQUIRE_SLURM=1; fi
 # the whole-process packages (internal/cli, internal/promise: real runs in
 # memory cgroups, under mpirun) take minutes; a loaded machine doubles that
 go test -count=1 -timeout 30m ./...
