@@ -27,15 +27,22 @@ type Options struct {
 	// (or nil): the backward pass then reads an up-cast of the copy instead
 	// of keeping the value (mixed precision's 16-bit saved activations).
 	Lower func(n *graph.Node) *graph.Node
+	// Refetch, when set, may give for a forward value x the value the
+	// backward pass reads instead (nil: none), built when first needed and
+	// shared by every rule that reads x: ZeRO stage 3 gathers a layer's
+	// parameters again for its backward pass (prefetching the next layer's)
+	// rather than keeping the forward's gathered copy.
+	Refetch func(x *graph.Node) *graph.Node
 }
 
 // vjp is the state of one backward pass that rules read forward values
 // through.
 type vjp struct {
-	keep  func(*graph.Node) bool
-	lower func(*graph.Node) *graph.Node
-	remat map[*graph.Node]*graph.Node
-	up    map[upKey]*graph.Node // the backward pass's up-casts of 16-bit values
+	keep    func(*graph.Node) bool
+	lower   func(*graph.Node) *graph.Node
+	refetch func(*graph.Node) *graph.Node
+	remat   map[*graph.Node]*graph.Node
+	up      map[upKey]*graph.Node // the backward pass's up-casts of 16-bit values
 }
 
 // upKey names an up-cast: a 16-bit value and the dtype it widens to.
@@ -72,6 +79,12 @@ func (c *vjp) val(x *graph.Node) *graph.Node {
 	}
 	if r, ok := c.remat[x]; ok {
 		return r
+	}
+	if c.refetch != nil {
+		if r := c.refetch(x); r != nil {
+			c.remat[x] = r
+			return r
+		}
 	}
 	if x.Op() == graph.OpPart {
 		// a further output of a multi-output op (layer norm's row
@@ -132,7 +145,7 @@ func Grad(loss *graph.Node, wrt ...*graph.Node) []*graph.Node {
 
 // GradWith is Grad with options (rematerialization).
 func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
-	c := &vjp{keep: opt.Keep, lower: opt.Lower, remat: map[*graph.Node]*graph.Node{}, up: map[upKey]*graph.Node{}}
+	c := &vjp{keep: opt.Keep, lower: opt.Lower, refetch: opt.Refetch, remat: map[*graph.Node]*graph.Node{}, up: map[upKey]*graph.Node{}}
 	g := loss.Graph()
 	if loss.Shape().Rank() != 0 || (loss.DType() != 0 && !loss.DType().IsFloat()) {
 		panic(&graph.Error{Op: loss.Op(), Owner: loss.Owner(), Msg: fmt.Sprintf("loss must be a float scalar, got %s%v", loss.DType(), loss.Shape())})
@@ -231,8 +244,8 @@ func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
 func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool) {
 	id, g := node.ID(), node.Graph()
 	gy := adj[id]
-	if gy == nil || !fromW[id] || !toLoss[id] || len(node.Inputs()) == 0 {
-		return
+	if gy == nil || !fromW[id] || !toLoss[id] || !anyFrom(node.Inputs(), fromW) {
+		return // (a node of wrt computed from none of them: its gradient is final)
 	}
 	e := rules[node.Op()]
 	r := e.rule
@@ -264,6 +277,16 @@ func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool
 			g.PopScope()
 		}
 	}
+}
+
+// anyFrom reports whether one of ins lies on a path from a node of wrt.
+func anyFrom(ins []*graph.Node, fromW []bool) bool {
+	for _, in := range ins {
+		if fromW[in.ID()] {
+			return true
+		}
+	}
+	return false
 }
 
 // accumulate returns the sum of two gradients of one value. When one is

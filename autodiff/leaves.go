@@ -10,5 +10,6 @@ func init() {
 	registerNoRule("a leaf: the sweep ends here", graph.OpInput, graph.OpVariable, graph.OpConstant)
 	registerNoRule("a side effect: an assign has no value to differentiate", graph.OpAssign)
 	registerNoRule("a collective of data-parallel training, built for gradients after differentiation",
-		graph.OpAllReduce, graph.OpReduceScatter, graph.OpAllGather, graph.OpAllReduceStart, graph.OpAllReduceWait)
+		graph.OpAllReduce, graph.OpReduceScatter, graph.OpAllGather, graph.OpAllReduceStart, graph.OpAllReduceWait,
+		graph.OpReduceScatterStart, graph.OpReduceScatterWait, graph.OpAllGatherStart, graph.OpAllGatherWait)
 }

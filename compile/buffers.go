@@ -69,6 +69,9 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 				a.backRead[in.ID()] = true
 			}
 			if c.Op().Class() == graph.ClassAlias {
+				if i > 0 { // a wait's second input: the collective reads it until the wait
+					a.lastUse[in.ID()], a.lastRead[in.ID()] = c.ID(), c.ID()
+				}
 				continue // a view's own readers count, through its buffer
 			}
 			a.lastUse[in.ID()] = c.ID()
@@ -117,9 +120,9 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 				}
 			}
 			a.newBuf(n, KindArena, mem.Workspace)
-		case graph.OpAllReduceWait:
+		case graph.OpAllReduceWait, graph.OpReduceScatterWait, graph.OpAllGatherWait:
 			// a view of the start's buffer that runs an instruction: the
-			// wait for the all-reduce in flight
+			// wait for the collective in flight
 			a.emit = append(a.emit, emitted{node: n, work: -1})
 			a.join(a.nodeBuf[n.Inputs()[0].ID()], n)
 		case graph.OpAssign:
@@ -421,7 +424,7 @@ func (a *assigner) lower() []Instr {
 			ins[i] = a.nodeBuf[x.ID()]
 		}
 		it := a.instr(n, ins)
-		if n.Op() == graph.OpAllReduceWait {
+		if n.Op().WaitsFor() != graph.OpInvalid {
 			it.Collective = &CollectiveGeom{Start: at[n.Inputs()[0].ID()]}
 		}
 		a.opt.Target.Lower(&it)

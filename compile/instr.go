@@ -50,7 +50,7 @@ type Instr struct {
 	Random     *RandomGeom     // dropout_mask, random_uniform
 	Transform  *TransformGeom  // image_transform and its gradient
 	Fused      *Fused          // fused: the chain; In lists its leaves
-	Collective *CollectiveGeom // all_reduce_wait
+	Collective *CollectiveGeom // all_reduce_wait, reduce_scatter_wait, all_gather_wait
 }
 
 // BinaryPath selects the loop for elementwise binary ops and comparisons.
@@ -150,9 +150,9 @@ type TransformGeom struct {
 	FillValue              float64
 }
 
-// CollectiveGeom links an all_reduce_wait to its start.
+// CollectiveGeom links a wait to its start.
 type CollectiveGeom struct {
-	Start int // the index of its all_reduce_start instruction
+	Start int // the index of its start instruction
 }
 
 // Window is the geometry of a convolution or pooling window over an NHWC

@@ -79,8 +79,9 @@ func constants(g *graph.Graph, live []bool) map[int]constant {
 // than its inputs together.
 const foldLimit = 4096
 
-// checkCollectives rejects an all_reduce_start read by anything but one
-// all_reduce_wait: its buffer changes under the reader until the wait.
+// checkCollectives rejects a started collective (all_reduce_start,
+// reduce_scatter_start, all_gather_start) read by anything but one wait of
+// its kind: its buffer changes under the reader until the wait.
 func checkCollectives(g *graph.Graph, live []bool) error {
 	waits := map[int]int{}
 	for _, c := range g.Nodes() {
@@ -88,14 +89,14 @@ func checkCollectives(g *graph.Graph, live []bool) error {
 			continue
 		}
 		for _, in := range c.Inputs() {
-			if in.Op() != graph.OpAllReduceStart {
+			if !in.Op().Started() {
 				continue
 			}
-			if c.Op() != graph.OpAllReduceWait {
-				return fmt.Errorf("compile: %s (%s) reads %s (%s) before its all_reduce_wait", c, c.Owner(), in, in.Owner())
+			if c.Op().WaitsFor() != in.Op() {
+				return fmt.Errorf("compile: %s (%s) reads %s (%s) before its wait", c, c.Owner(), in, in.Owner())
 			}
 			if waits[in.ID()]++; waits[in.ID()] > 1 {
-				return fmt.Errorf("compile: %s (%s) has more than one all_reduce_wait", in, in.Owner())
+				return fmt.Errorf("compile: %s (%s) has more than one wait", in, in.Owner())
 			}
 		}
 	}

@@ -36,6 +36,14 @@ type Comm interface {
 	// AllGather concatenates every rank's send into recv: recv is
 	// Size()*len(send) bytes, block r from rank r.
 	AllGather(send, recv []byte) error
+	// StartReduceScatter begins a non-blocking ReduceScatterSum and
+	// returns a handle; Wait completes it. Neither buffer may be touched in
+	// between. (MPI_Ireduce_scatter_block + MPI_Wait.)
+	StartReduceScatter(send, recv []byte, dtype tensor.DType) (Request, error)
+	// StartAllGather begins a non-blocking AllGather and returns a handle;
+	// Wait completes it. Neither buffer may be touched in between.
+	// (MPI_Iallgather + MPI_Wait.)
+	StartAllGather(send, recv []byte) (Request, error)
 	// Broadcast copies root's buf into every other rank's buf.
 	Broadcast(buf []byte, root int) error
 	// Barrier returns once every rank has called it.

@@ -22,10 +22,14 @@
 //     (recv == send[r*n:(r+1)*n] for ReduceScatterSum, send ==
 //     recv[r*n:(r+1)*n] for AllGather), the layout ZeRO-1 uses; the other
 //     blocks of an in-place ReduceScatterSum's send buffer are clobbered.
-//   - Request: a started, non-blocking all-reduce (Start); Wait completes it.
-//     Its buffer must not be read or written in between, and Wait must be
-//     called exactly once (the Request is recycled afterwards, like an MPI
-//     request handle). Start is how gradient buckets overlap backward.
+//   - Request: a started, non-blocking collective (Start: an all-reduce;
+//     StartReduceScatter, StartAllGather); Wait completes it. Its buffers
+//     must not be read or written in between, and Wait must be called
+//     exactly once (the Request is recycled afterwards, like an MPI request
+//     handle). Start is how gradient buckets overlap backward;
+//     StartReduceScatter how ZeRO-2 and ZeRO-3 reduce gradient buckets to
+//     shards while backward goes on, StartAllGather how ZeRO-3 prefetches a
+//     layer's parameters while the layer before it computes.
 //   - Timeout: Options.Timeout (60 s by default) bounds every collective,
 //     counted from when this rank enters it. A collective that has not
 //     completed by then means a rank is dead, frozen or hung, or the ranks

@@ -214,36 +214,72 @@ func (c *comm) Start(buf []byte, dtype tensor.DType) (Request, error) {
 	return o, nil
 }
 
-func (c *comm) ReduceScatterSum(send, recv []byte, dtype tensor.DType) error {
-	const name = "ReduceScatterSum"
+func (c *comm) reduceScatterOp(name string, send, recv []byte, dtype tensor.DType) (*op, error) {
 	if _, err := reduceElems(name, send, dtype); err != nil {
-		return err
+		return nil, err
 	}
 	l, err := blockLayout(name, send, recv, c.size, c.rank)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n := len(recv) / dtype.Size()
 	if err := blockCount(name, n, "elements"); err != nil {
-		return err
+		return nil, err
 	}
 	o := c.get(opReduceScatter)
 	o.buf, o.aux, o.n, o.esize, o.dtype, o.inPlace = ptr(send), ptr(recv), n, dtype.Size(), dtype, l == inPlace
-	return c.do(o)
+	return o, nil
 }
 
-func (c *comm) AllGather(send, recv []byte) error {
-	const name = "AllGather"
-	l, err := blockLayout(name, recv, send, c.size, c.rank)
+func (c *comm) ReduceScatterSum(send, recv []byte, dtype tensor.DType) error {
+	o, err := c.reduceScatterOp("ReduceScatterSum", send, recv, dtype)
 	if err != nil {
 		return err
 	}
+	return c.do(o)
+}
+
+func (c *comm) StartReduceScatter(send, recv []byte, dtype tensor.DType) (Request, error) {
+	o, err := c.reduceScatterOp("StartReduceScatter", send, recv, dtype)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.post(o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (c *comm) allGatherOp(name string, send, recv []byte) (*op, error) {
+	l, err := blockLayout(name, recv, send, c.size, c.rank)
+	if err != nil {
+		return nil, err
+	}
 	if err := blockCount(name, len(send), "bytes"); err != nil {
-		return err
+		return nil, err
 	}
 	o := c.get(opAllGather)
 	o.buf, o.aux, o.n, o.esize, o.inPlace = ptr(send), ptr(recv), len(send), 1, l == inPlace
+	return o, nil
+}
+
+func (c *comm) AllGather(send, recv []byte) error {
+	o, err := c.allGatherOp("AllGather", send, recv)
+	if err != nil {
+		return err
+	}
 	return c.do(o)
+}
+
+func (c *comm) StartAllGather(send, recv []byte) (Request, error) {
+	o, err := c.allGatherOp("StartAllGather", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.post(o); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 func (c *comm) Broadcast(buf []byte, root int) error {

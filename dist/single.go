@@ -65,6 +65,20 @@ func (s *single) AllGather(send, recv []byte) error {
 	return nil
 }
 
+func (s *single) StartReduceScatter(send, recv []byte, dtype tensor.DType) (Request, error) {
+	if err := s.ReduceScatterSum(send, recv, dtype); err != nil {
+		return nil, err
+	}
+	return done{}, nil
+}
+
+func (s *single) StartAllGather(send, recv []byte) (Request, error) {
+	if err := s.AllGather(send, recv); err != nil {
+		return nil, err
+	}
+	return done{}, nil
+}
+
 func (s *single) Broadcast(buf []byte, root int) error {
 	if err := checkRoot(root, 1); err != nil {
 		return err

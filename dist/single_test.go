@@ -41,6 +41,22 @@ func TestSingleCollectives(t *testing.T) {
 			return recv, c.AllGather(b, recv)
 		}, []byte{7, 8, 9}},
 		{"AllGather in place", func(b []byte) ([]byte, error) { return b, c.AllGather(b, b) }, []byte{1}},
+		{"StartReduceScatter+Wait", func(b []byte) ([]byte, error) {
+			recv := make([]byte, len(b))
+			req, err := c.StartReduceScatter(b, recv, tensor.Float32)
+			if err != nil {
+				return nil, err
+			}
+			return recv, req.Wait()
+		}, f32bytes(2, 7)},
+		{"StartAllGather+Wait", func(b []byte) ([]byte, error) {
+			recv := make([]byte, len(b))
+			req, err := c.StartAllGather(b, recv)
+			if err != nil {
+				return nil, err
+			}
+			return recv, req.Wait()
+		}, []byte{5, 6}},
 		{"Broadcast", func(b []byte) ([]byte, error) { return b, c.Broadcast(b, 0) }, []byte{3, 1, 4}},
 		{"Barrier", func(b []byte) ([]byte, error) { return nil, c.Barrier() }, nil},
 	} {

@@ -117,3 +117,47 @@ func AllGather(x *Node, size int) *Node {
 	}
 	return x.g.add(OpAllGather, x.dtype, tensor.Shape{x.shape[0] * size}, Attr{Depth: size}, x)
 }
+
+// ReduceScatterStart starts ReduceScatterSum of the vector x [n] over the
+// size processes and returns at once the buffer this process's block of the
+// sum [n/size] lands in, which only ReduceScatterWait may read. x is read
+// by the processes until the wait, which keeps it alive: nothing may
+// overwrite it in between. With one process it is a copy.
+func ReduceScatterStart(x *Node, size int) *Node {
+	if x.dtype != tensor.Float32 && x.dtype != tensor.Float64 {
+		x.g.throw(OpReduceScatterStart, "needs float32 or float64, got %s%v", x.dtype, x.shape)
+	}
+	if x.shape.Rank() != 1 || size <= 0 || x.shape[0]%size != 0 {
+		x.g.throw(OpReduceScatterStart, "needs a vector whose length divides into %d blocks, got %v", size, x.shape)
+	}
+	return x.g.add(OpReduceScatterStart, x.dtype, tensor.Shape{x.shape[0] / size}, Attr{Depth: size}, x)
+}
+
+// ReduceScatterWait completes the reduce-scatter start began and returns
+// this process's block of the sum: a view of start's buffer.
+func ReduceScatterWait(start *Node) *Node {
+	if start.op != OpReduceScatterStart {
+		start.g.throw(OpReduceScatterWait, "needs a reduce_scatter_start, got %s", start)
+	}
+	return start.g.add(OpReduceScatterWait, start.dtype, start.shape, Attr{}, start, start.inputs[0])
+}
+
+// AllGatherStart starts AllGather of the vector x [m] and returns at once
+// the buffer the concatenation [m·size] lands in, which only AllGatherWait
+// may read. x is read until the wait, which keeps it alive. With one
+// process it is a copy.
+func AllGatherStart(x *Node, size int) *Node {
+	if x.shape.Rank() != 1 || size <= 0 {
+		x.g.throw(OpAllGatherStart, "needs a vector, got %v", x.shape)
+	}
+	return x.g.add(OpAllGatherStart, x.dtype, tensor.Shape{x.shape[0] * size}, Attr{Depth: size}, x)
+}
+
+// AllGatherWait completes the all-gather start began and returns the
+// concatenation: a view of start's buffer.
+func AllGatherWait(start *Node) *Node {
+	if start.op != OpAllGatherStart {
+		start.g.throw(OpAllGatherWait, "needs an all_gather_start, got %s", start)
+	}
+	return start.g.add(OpAllGatherWait, start.dtype, start.shape, Attr{}, start, start.inputs[0])
+}

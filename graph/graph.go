@@ -199,6 +199,16 @@ func (g *Graph) PopScope() {
 	g.scope = g.scope[:len(g.scope)-1]
 }
 
+// SetScope replaces the whole scope path by path (nodes built from now on
+// are owned by "path/.../op") and returns the previous one, for a later
+// SetScope to restore: what is built for a layer but belongs elsewhere
+// (ZeRO-3's gathers of its parameters) names its own owner.
+func (g *Graph) SetScope(path ...string) []string {
+	old := g.scope
+	g.scope = append([]string(nil), path...)
+	return old
+}
+
 // Scope returns the current scope path ("" at the top).
 func (g *Graph) Scope() string { return strings.Join(g.scope, "/") }
 

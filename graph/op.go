@@ -139,6 +139,16 @@ const (
 	OpImageTransform
 	OpImageTransformGrad // internal
 
+	// collectives, continued: the non-blocking reduce-scatter and
+	// all-gather of ZeRO stages 2 and 3 (see gradops.go). A start returns
+	// at once, its output the buffer the result lands in; its wait (a view
+	// of that buffer that also reads the start's input, which must stay as
+	// it is until then) completes it.
+	OpReduceScatterStart
+	OpReduceScatterWait
+	OpAllGatherStart
+	OpAllGatherWait
+
 	NumOps
 )
 
@@ -258,6 +268,32 @@ var opInfo = [NumOps]struct {
 	OpRandomUniform:      {"random_uniform", ClassOther},
 	OpImageTransform:     {"image_transform", ClassOther},
 	OpImageTransformGrad: {"image_transform_grad", ClassOther},
+
+	// collectives, continued
+	OpReduceScatterStart: {"reduce_scatter_start", ClassOther},
+	OpReduceScatterWait:  {"reduce_scatter_wait", ClassAlias},
+	OpAllGatherStart:     {"all_gather_start", ClassOther},
+	OpAllGatherWait:      {"all_gather_wait", ClassAlias},
+}
+
+// WaitsFor returns the start op that o waits for (OpAllReduceStart for
+// OpAllReduceWait, ...), or OpInvalid when o is no wait.
+func (o Op) WaitsFor() Op {
+	switch o {
+	case OpAllReduceWait:
+		return OpAllReduceStart
+	case OpReduceScatterWait:
+		return OpReduceScatterStart
+	case OpAllGatherWait:
+		return OpAllGatherStart
+	}
+	return OpInvalid
+}
+
+// Started reports whether o starts a non-blocking collective that a wait
+// completes.
+func (o Op) Started() bool {
+	return o == OpAllReduceStart || o == OpReduceScatterStart || o == OpAllGatherStart
 }
 
 // String returns the op's snake_case name, as plans and errors print it.

@@ -19,8 +19,11 @@ type OOMError struct {
 	Live        int64    // bytes held when it was refused
 	LargestFree int64    // largest free block of the allocator; -1 if unknown
 	Totals      [NumCategories]int64
-	Top         []Entry  // largest live owners
-	Remedies    []string // what would fit, filled in by the planner when it knows
+	Top         []Entry // largest live owners
+	// Notes say more about the request, one line each (one process's share
+	// of a data-parallel run: its model state, its gather buffers).
+	Notes    []string
+	Remedies []string // what would fit, filled in by the planner when it knows
 }
 
 func (e *OOMError) Error() string {
@@ -54,6 +57,10 @@ func (e *OOMError) Error() string {
 				fmt.Fprintf(&b, " (%s)", t.Site)
 			}
 		}
+	}
+	for _, n := range e.Notes {
+		b.WriteString("\n  ")
+		b.WriteString(n)
 	}
 	for _, r := range e.Remedies {
 		b.WriteString("\n  remedy: ")

@@ -32,6 +32,22 @@ type Context struct {
 	// 16-bit copy, for the backward pass to read instead of the value.
 	Storage tensor.DType
 	Low     map[*graph.Node]*graph.Node
+	// Shards, when set, holds the trainable weights sharded over the
+	// processes of a data-parallel run (ZeRO stage 3, package step): Weight
+	// asks it for every trainable weight, and the variable it returns (this
+	// process's block, declared on the first call) is what Weights and
+	// Trainable list, while layers read the value it returns (the whole
+	// weight, gathered from the processes).
+	Shards  Shards
+	sharded map[string]bool // names of the weights Shards declared
+}
+
+// Shards declares and reads trainable weights sharded over processes.
+type Shards interface {
+	// Weight returns the variable that holds this process's block of the
+	// weight name (declaring it on the first call) and the value a layer
+	// reads: the whole weight [shape].
+	Weight(name string, dtype tensor.DType, shape tensor.Shape) (v, value *graph.Node)
 }
 
 // Call builds layer l over x and records its output as a layer boundary
@@ -71,8 +87,22 @@ func NewContext(g *graph.Graph, training bool, seed uint64) *Context {
 }
 
 // Weight declares (or returns, if this graph has it already) the variable
-// name with the given shape and initializer.
+// name with the given shape and initializer. With Shards set, a trainable
+// weight is declared and read through it.
 func (c *Context) Weight(name string, shape tensor.Shape, init Initializer, trainable bool) *graph.Node {
+	if c.Shards != nil && (trainable || c.sharded[name]) {
+		v, x := c.Shards.Weight(name, c.DType, shape)
+		if !c.sharded[name] {
+			if c.sharded == nil {
+				c.sharded = map[string]bool{}
+			}
+			c.sharded[name] = true
+			c.Init[name] = init
+			c.Weights = append(c.Weights, v)
+			c.Trainable = append(c.Trainable, v)
+		}
+		return x
+	}
 	if v, ok := c.G.LookupVariable(name); ok {
 		return v
 	}

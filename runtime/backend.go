@@ -91,9 +91,14 @@ type Collective interface {
 	// at once; the request's Wait completes it. buf is not touched until
 	// then.
 	Start(buf []byte, dtype tensor.DType) (Request, error)
+	// StartReduceScatter and StartAllGather begin ReduceScatterSum and
+	// AllGather and return at once; the request's Wait completes them.
+	// Neither buffer is touched until then.
+	StartReduceScatter(send, recv []byte, dtype tensor.DType) (Request, error)
+	StartAllGather(send, recv []byte) (Request, error)
 }
 
-// Request is an all-reduce in flight (dist.Request is the same type).
+// Request is a collective in flight (dist.Request is the same type).
 type Request = interface{ Wait() error }
 
 // RunError is a data error found while running an instruction (a label or

@@ -32,6 +32,32 @@ func (c *twoRanks) AllReduceSum(buf []byte, dt tensor.DType) error {
 }
 func (c *twoRanks) ReduceScatterSum(send, recv []byte, dt tensor.DType) error { return nil }
 func (c *twoRanks) AllGather(send, recv []byte) error                         { return nil }
+
+// StartReduceScatter: rank 0's block of the sum, the other rank adding 1
+// to every element, lands in recv when the request is waited for.
+func (c *twoRanks) StartReduceScatter(send, recv []byte, dt tensor.DType) (runtime.Request, error) {
+	if len(send) != 2*len(recv) {
+		return nil, errors.New("twoRanks: reduce-scatter buffers do not fit two ranks")
+	}
+	c.mu.Lock()
+	c.inFlight++
+	c.started++
+	c.mu.Unlock()
+	return &fakeRequest{c: c, buf: recv, fill: func() { copy(recv, send[:len(recv)]) }}, nil
+}
+
+// StartAllGather: rank 0's send, then the other rank's (send + 1).
+func (c *twoRanks) StartAllGather(send, recv []byte) (runtime.Request, error) {
+	if len(recv) != 2*len(send) {
+		return nil, errors.New("twoRanks: all-gather buffers do not fit two ranks")
+	}
+	c.mu.Lock()
+	c.inFlight++
+	c.started++
+	c.mu.Unlock()
+	other := recv[len(send):]
+	return &fakeRequest{c: c, buf: other, fill: func() { copy(recv, send); copy(other, send) }}, nil
+}
 func (c *twoRanks) Start(buf []byte, dt tensor.DType) (runtime.Request, error) {
 	c.mu.Lock()
 	c.inFlight++
@@ -41,11 +67,15 @@ func (c *twoRanks) Start(buf []byte, dt tensor.DType) (runtime.Request, error) {
 }
 
 type fakeRequest struct {
-	c   *twoRanks
-	buf []byte
+	c    *twoRanks
+	buf  []byte
+	fill func() // what lands in the buffers before buf gets the other rank's 1s
 }
 
 func (r *fakeRequest) Wait() error {
+	if r.fill != nil {
+		r.fill()
+	}
 	addOne(r.buf)
 	r.c.mu.Lock()
 	r.c.inFlight--
@@ -140,6 +170,85 @@ func TestAllReduceStartWait(t *testing.T) {
 			if comm.started != 2 || comm.inFlight != 0 {
 				t.Errorf("after a failed step: started %d, in flight %d; want 2 and 0", comm.started, comm.inFlight)
 			}
+		}
+	}
+}
+
+// blockStep: rs = ReduceScatterWait(ReduceScatterStart(2·x)) and ag =
+// AllGatherWait(AllGatherStart(3·x)), with work between the starts and
+// the waits that could take their inputs' memory if the waits did not
+// keep it.
+func blockStep() (*graph.Graph, compile.Options) {
+	g := graph.New()
+	x := g.Input("x", tensor.Float32, tensor.Shape{64})
+	rs := graph.ReduceScatterStart(graph.MulScalar(x, 2), 2)
+	ag := graph.AllGatherStart(graph.MulScalar(x, 3), 2)
+	busy := graph.ReduceSum(graph.Tanh(graph.MulScalar(x, 5)))
+	out := graph.Add(graph.ReduceScatterWait(rs), graph.MulScalar(busy, 0))
+	return g, compile.Options{Target: cpu.New(0), Name: "step", Outputs: []compile.Output{
+		{Name: "rs", Node: out}, {Name: "ag", Node: graph.AllGatherWait(ag)}}}
+}
+
+func TestReduceScatterAndAllGatherStartWait(t *testing.T) {
+	p, err := compile.Build(blockStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[graph.Op]int{} // the instruction of each op
+	for i, it := range p.Instrs {
+		at[it.Op] = i
+	}
+	for start, wait := range map[graph.Op]graph.Op{graph.OpReduceScatterStart: graph.OpReduceScatterWait, graph.OpAllGatherStart: graph.OpAllGatherWait} {
+		send := p.Plan.Buffers[p.Instrs[at[start]].In[0]]
+		if send.End < at[wait] {
+			t.Errorf("%s's input (%s) is live [%d, %d]; its %s runs at %d: the input must live until then", start, send.Owner, send.Start, send.End, wait, at[wait])
+		}
+		if at[graph.OpReduceSum] < at[start] || at[graph.OpReduceSum] > at[wait] {
+			t.Errorf("reduce_sum runs at %d, not between %s (%d) and its wait (%d): the test checks nothing", at[graph.OpReduceSum], start, at[start], at[wait])
+		}
+	}
+	for _, comm := range []*twoRanks{nil, {}} {
+		var c runtime.Collective
+		if comm != nil {
+			c = comm
+		}
+		x := loadOn(t, c, blockStep)
+		in, _ := x.Input("x")
+		for i := range in.Float32s() {
+			in.Float32s()[i] = float32(i)
+		}
+		if err := x.Run(); err != nil {
+			t.Fatal(err)
+		}
+		rs, _ := x.Output("rs")
+		ag, _ := x.Output("ag")
+		n := rs.Len()
+		if comm != nil && (n != 32 || ag.Len() != 128) {
+			t.Fatalf("two ranks: rs has %d elements, ag %d; want 32 and 128", n, ag.Len())
+		}
+		for i := 0; i < n; i++ {
+			want := float32(2 * i)
+			if comm != nil {
+				want++
+			}
+			if got := rs.Float32s()[i]; got != want {
+				t.Errorf("comm %v: rs[%d] = %v, want %v", comm != nil, i, got, want)
+			}
+		}
+		for i := 0; i < ag.Len(); i++ {
+			if comm == nil && i >= 64 {
+				break // one process gathers its own block only
+			}
+			want := float32(3 * (i % 64))
+			if comm != nil && i >= 64 {
+				want++
+			}
+			if got := ag.Float32s()[i]; got != want {
+				t.Errorf("comm %v: ag[%d] = %v, want %v", comm != nil, i, got, want)
+			}
+		}
+		if comm != nil && (comm.started != 2 || comm.inFlight != 0) {
+			t.Errorf("started %d, in flight %d after the step; want 2 and 0", comm.started, comm.inFlight)
 		}
 	}
 }

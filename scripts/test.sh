@@ -26,8 +26,8 @@ step "system packages"
 # (the distributed tests build with -tags mpi and run under mpirun),
 # Node.js and npm (ONNX exports are run in onnxruntime-node, which the test
 # installs with npm), NumPy for Debian's python3 (the go-src corpus is
-# compared with the PyTorch peer's) and h5py (the HDF5 reader and writer
-# are checked against files it writes and reads).
+# compared with the PyTorch peer's), h5py (the HDF5 reader and writer
+# are checked against files it writes and reads), iproute2 and Slurm.
 need=()
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
@@ -36,6 +36,14 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 [ -f /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] || [ -f /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+# ip and tc: two ranks in two network namespaces, over TCP (internal/cli)
+{ command -v ip && command -v tc; } >/dev/null 2>&1 || need+=(iproute2)
+# a one-node Slurm (internal/cli's TestSlurm starts its own daemons, with
+# its own slurm.conf and munge key; the packages' services stay stopped)
+[ -x /usr/sbin/slurmctld ] || need+=(slurmctld)
+[ -x /usr/sbin/slurmd ] || need+=(slurmd)
+command -v srun >/dev/null 2>&1 || need+=(slurm-client)
+[ -x /usr/sbin/munged ] || need+=(munge)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
@@ -112,6 +120,8 @@ fi
 step "unit tests"
 # the ONNX tests must run the exports in onnxruntime, not skip
 export HEADROOM_REQUIRE_NODE=1
+# and the Slurm test must run, not skip, where the packages are installed
+if [ "$(id -u)" -eq 0 ]; then export HEADROOM_REQUIRE_SLURM=1; fi
 # the whole-process packages (internal/cli, internal/promise: real runs in
 # memory cgroups, under mpirun) take minutes; a loaded machine doubles that
 export HEADROOM_PTX_REPORT=${TMPDIR:-/tmp}/headroom-ptxas.txt

@@ -57,6 +57,12 @@ type Builder struct {
 	// Finite, under float16 loss scaling, is a Bool scalar: no gradient of
 	// the step overflowed.
 	Finite *graph.Node
+	// Shards, under ZeRO stage 3, are the variables holding this process's
+	// block of each trainable weight (Params[i] is then the whole weight
+	// as the forward pass gathered it, Shards[i] what the update assigns).
+	Shards []*graph.Node
+
+	gathers *gathers // ZeRO stage 3's (nil otherwise)
 
 	transforms []Transform
 	outputs    []compile.Output
@@ -68,6 +74,22 @@ type Builder struct {
 // model's inputs and builds the model. It panics with a *graph.Error when
 // the model does not fit its inputs; Compile recovers it.
 func NewBuilder(cfg Config, batch int, mode Mode) *Builder {
+	var z *gathers
+	b := newBuilder(cfg, batch, mode, func(g *graph.Graph) nn.Shards {
+		if cfg.ZeroStage() < 3 {
+			return nil
+		}
+		z = newGathers(g, cfg.Ranks, declaredWeights(cfg))
+		z.fwd.begin(z, 0)
+		return z
+	})
+	b.gathers = z
+	return b
+}
+
+// newBuilder is NewBuilder with the model's trainable weights held by the
+// nn.Shards shards returns for the graph (nil: none).
+func newBuilder(cfg Config, batch int, mode Mode, shards func(*graph.Graph) nn.Shards) *Builder {
 	var opts []graph.Option
 	if cfg.Precision == MixedBFloat16 {
 		// mixed_bfloat16 computes products on bfloat16 operands (float32
@@ -80,6 +102,7 @@ func NewBuilder(cfg Config, batch int, mode Mode) *Builder {
 	if mode != Infer {
 		b.Ctx.Storage = cfg.Storage()
 	}
+	b.Ctx.Shards = shards(g)
 	for _, in := range cfg.Model.Inputs() {
 		b.Inputs = append(b.Inputs, g.Input(in.Name, in.Type(), append(tensor.Shape{batch}, in.Shape...)))
 	}
@@ -187,19 +210,31 @@ func (b *Builder) Minimize(loss *graph.Node) {
 	g := b.G
 	b.Loss, b.Target = loss, loss
 	b.Params = b.Ctx.Trainable
+	if z := b.gathers; z != nil {
+		b.Shards, b.Params = b.Params, make([]*graph.Node, len(b.Params))
+		for i, v := range b.Shards {
+			b.Params[i] = z.fwd.value[v.Attr().Name]
+		}
+	}
 	b.Grads = make([]*graph.Node, len(b.Params))
 	b.transforms = b.Transforms()
-	interleave := true
+	interleave, early := true, false
 	for _, t := range b.transforms {
 		if t.Begin != nil {
 			t.Begin(b)
 		}
 		interleave = interleave && !t.NeedsAll
+		early = early || t.Early
 	}
 	opt := autodiff.Options{Keep: b.keep(), Lower: func(n *graph.Node) *graph.Node { return b.Ctx.Low[n] }}
-	if interleave {
+	if z := b.gathers; z != nil {
+		opt.Refetch = z.refetch
+		z.prefetch()
+	}
+	if interleave || early {
 		// each gradient is handed on as soon as it is final: gradients never
-		// all live at once
+		// all live at once (when a transform needs them all, an Early one
+		// first makes each a block of this process's, which is kept)
 		opt.OnGrad = func(i int, gr *graph.Node) {
 			old := g.SetPhase(graph.Update)
 			b.pass(0, i, gr)
@@ -208,7 +243,7 @@ func (b *Builder) Minimize(loss *graph.Node) {
 	}
 	raw := autodiff.GradWith(b.Target, opt, b.Params...)
 	old := g.SetPhase(graph.Update)
-	if !interleave { // clipping and overflow checks need every gradient first
+	if !interleave && !early { // clipping and overflow checks need every gradient first
 		for i, gr := range raw {
 			b.pass(0, i, gr)
 		}
@@ -334,12 +369,17 @@ type ModelSpec struct {
 }
 
 // WeightSpec is one variable a model declares: its name, dtype, shape (of
-// the variable itself, independent of the batch) and initializer.
+// the whole variable, independent of the batch) and initializer; whether
+// the optimizer trains it, and whether, under ZeRO stage 3, each process
+// holds a block of it only (BlockSize elements: the variable a step
+// declares is then that block).
 type WeightSpec struct {
-	Name  string
-	DType tensor.DType
-	Shape tensor.Shape
-	Init  nn.Initializer
+	Name      string
+	DType     tensor.DType
+	Shape     tensor.Shape
+	Init      nn.Initializer
+	Trainable bool
+	Sharded   bool
 }
 
 // Describe builds cfg's model once, at batch 1, and describes its outputs
@@ -352,7 +392,14 @@ func Describe(cfg Config) (*ModelSpec, error) {
 	}
 	m := &ModelSpec{}
 	err := graph.Catch(func() {
-		b := NewBuilder(cfg, 1, Infer)
+		var rec *recorder // stage 3: the weights are declared whole, and noted
+		b := newBuilder(cfg, 1, Infer, func(g *graph.Graph) nn.Shards {
+			if cfg.ZeroStage() < 3 {
+				return nil
+			}
+			rec = &recorder{g: g}
+			return rec
+		})
 		for i, o := range b.Outputs {
 			m.Outputs = append(m.Outputs, OutputSpec{Index: i, Shape: o.Shape()[1:].Clone(),
 				Sigmoid: o.Op() == graph.OpSigmoid, Softmax: o.Op() == graph.OpSoftmax})
@@ -365,9 +412,20 @@ func Describe(cfg Config) (*ModelSpec, error) {
 			s.Loss, s.LabelType = ol.Loss, ol.Loss.LabelType()
 			s.LabelShape = ol.Loss.LabelShape(b.Outputs[ol.Output].Shape())
 		}
+		trainable := map[*graph.Node]bool{}
+		for _, w := range b.Ctx.Trainable {
+			trainable[w] = true
+		}
+		sharded := map[string]bool{}
+		if rec != nil {
+			for _, w := range rec.ws {
+				sharded[w.name] = true
+			}
+		}
 		for _, w := range b.Ctx.Weights {
 			name := w.Attr().Name
-			m.Weights = append(m.Weights, WeightSpec{Name: name, DType: w.DType(), Shape: w.Shape().Clone(), Init: b.Ctx.Init[name]})
+			m.Weights = append(m.Weights, WeightSpec{Name: name, DType: w.DType(), Shape: w.Shape().Clone(), Init: b.Ctx.Init[name],
+				Trainable: trainable[w], Sharded: sharded[name]})
 		}
 	})
 	return m, err

@@ -39,9 +39,17 @@ type Config struct {
 	// Ranks > 1 builds one process's step of a data-parallel run of Ranks
 	// processes, this being Rank: gradients are weighted by the process's
 	// share and summed over the processes in buckets of BucketBytes (0:
-	// DefaultBucketBytes), or, with ShardOptimizer, reduce-scattered to a
-	// ZeRO-1 update of this process's block of each parameter.
-	Ranks, Rank    int
+	// DefaultBucketBytes), or, with a ZeRO stage, reduce-scattered to an
+	// update of this process's block of each parameter.
+	Ranks, Rank int
+	// Zero is the ZeRO stage of a data-parallel run (Rajbhandari et al.,
+	// "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+	// Models", 2020): 1 shards the optimizer state over the processes, 2
+	// also the gradients (reduce-scattered in buckets while backward goes
+	// on; micro-batches accumulate shards), 3 also the parameters (each
+	// layer's gathered before its forward and again before its backward).
+	// 0: none; ShardOptimizer is stage 1.
+	Zero           int
 	ShardOptimizer bool
 	BucketBytes    int64
 	// Target is the backend the step is compiled for (required by Compile).
@@ -109,8 +117,8 @@ func (c *Config) Check() error {
 	if c.Precision >= numPrecisions {
 		return fmt.Errorf("step: unknown precision %v (float32, mixed_bfloat16, mixed_float16)", c.Precision)
 	}
-	if c.sharded() && (c.ClipNorm > 0 || c.LossScaling()) {
-		return errors.New("step: a sharded optimizer state does not combine with gradient clipping or mixed_float16 loss scaling yet")
+	if c.Zero < 0 || c.Zero > 3 {
+		return fmt.Errorf("step: ZeRO stage %d: want 0 (none), 1, 2 or 3", c.Zero)
 	}
 	if c.Ranks > 1 && (c.Rank < 0 || c.Rank >= c.Ranks) {
 		return fmt.Errorf("step: rank %d of %d processes", c.Rank, c.Ranks)
@@ -161,7 +169,25 @@ func (c *Config) Storage() tensor.DType {
 // LossScaling reports whether the step scales its loss (mixed_float16).
 func (c *Config) LossScaling() bool { return c.Precision == MixedFloat16 && !c.Float32Storage }
 
-func (c *Config) sharded() bool { return c.ShardOptimizer && c.Ranks > 1 }
+// ZeroStage returns the ZeRO stage the step is built with: Zero (1 with
+// ShardOptimizer), or 0 when the run has one process.
+func (c *Config) ZeroStage() int {
+	if c.Ranks <= 1 {
+		return 0
+	}
+	if c.Zero == 0 && c.ShardOptimizer {
+		return 1
+	}
+	return c.Zero
+}
+
+func (c *Config) sharded() bool { return c.ZeroStage() > 0 }
+
+// BlockSize is the elements of one process's block of a tensor of n
+// elements sharded over ranks: ⌈n/ranks⌉. Process r holds elements
+// [r·BlockSize, (r+1)·BlockSize) of the flattened tensor, zero-padded past
+// n (the last blocks may be all padding).
+func BlockSize(n, ranks int) int { return (n + ranks - 1) / max(ranks, 1) }
 
 // DefaultBucketBytes is the gradient bucket size of a data-parallel run
 // when Config.BucketBytes is 0.

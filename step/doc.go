@@ -21,7 +21,7 @@
 //     rewrite what is differentiated (Target: float16 loss scaling), see or
 //     consume each gradient as soon as the backward pass has made it final
 //     (Grad: micro-batch accumulation, a data-parallel rank's weight,
-//     gradient buckets, ZeRO-1 sharding, the optimizer's update), bring
+//     gradient buckets, ZeRO's reduce-scatters, the optimizer's update), bring
 //     consumed gradients back (Collect: waiting for the buckets'
 //     all-reduces) and act once every gradient has gone through (Finish:
 //     the overflow check and step guard of loss scaling, clipping by
@@ -43,6 +43,15 @@
 //     its nn.Context: keep every ⌈√L⌉-th boundary (Chen et al., "Training
 //     Deep Nets with Sublinear Memory Cost", 2016) and recompute the rest;
 //     keep each boundary but a model output in 16 bits.
+//   - ZeRO (Config.Zero, zero.go, gathers.go): stage 1 reduce-scatters
+//     each gradient and updates this process's block with block-sized
+//     optimizer state; stage 2 reduce-scatters gradient buckets while
+//     backward goes on (Early: even when clipping needs every gradient,
+//     only blocks are kept); stage 3 also holds each trainable weight as a
+//     block (nn.Context.Shards), gathering a layer's weights before its
+//     forward (prefetching the next layer's) and again before its backward
+//     (autodiff.Options.Refetch). Builder.Shards are then the block
+//     variables, Params the whole weights the forward read.
 //   - Labels: each output with a loss has a label input ("y" for a model
 //     with one output, "y_<i>" otherwise) whose shape and dtype the loss
 //     declares (nn.Loss.LabelShape, LabelType); LabelSpecs lists them so a

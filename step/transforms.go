@@ -25,47 +25,60 @@ type Transform struct {
 	// NeedsAll: Finish needs every gradient at once, so gradients are not
 	// handed on during the backward pass (no interleaved updates).
 	NeedsAll bool
+	// Early: the Grad hooks up to this one's see each gradient during the
+	// backward pass even when a transform needs every gradient, and those
+	// after it see what it hands on then (ZeRO's reduce-scatters: what is
+	// kept for the end is this process's block of each gradient).
+	Early bool
 }
 
 // Transforms returns the transforms of the step, in order:
 //
 //	loss_scale   float16 loss scaling, its overflow check and step guard
-//	accumulate   micro-batch gradient accumulation
+//	accumulate   micro-batch gradient accumulation (ZeRO 0 and 1)
 //	rank_weight  a data-parallel process's share of the batch
 //	(Config.Extra)
 //	buckets      all-reduce of gradient buckets, overlapped with backward
-//	zero1        ZeRO stage 1: reduce-scatter, update a block, all-gather
+//	zero1        ZeRO stage 1: reduce-scatter each gradient
+//	zero2, zero3 ZeRO stages 2 and 3: reduce-scatter gradient buckets,
+//	             overlapped with backward; accumulate blocks
 //	clip         clipping by global norm
-//	update       the optimizer's update of each parameter
+//	update       the optimizer's update of each parameter (ZeRO: of this
+//	             process's block of it)
 func (b *Builder) Transforms() []Transform {
 	c := &b.Config
+	stage := c.ZeroStage()
 	var ts []Transform
 	if c.LossScaling() {
 		ts = append(ts, lossScale())
 	}
-	if b.Mode == Accumulate || b.Mode == Apply {
+	if (b.Mode == Accumulate || b.Mode == Apply) && stage < 2 {
 		ts = append(ts, accumulate())
 	}
-	if c.Ranks > 1 && b.Mode != Accumulate {
+	if c.Ranks > 1 && (b.Mode != Accumulate || stage >= 2) {
 		ts = append(ts, rankWeight())
 	}
 	ts = append(ts, c.Extra...)
-	if b.Mode == Accumulate {
-		return ts // the micro-batch stops at the accumulators
-	}
 	switch {
-	case c.sharded():
+	case stage >= 2:
+		ts = append(ts, shardBuckets(stage, c.bucketBytes()))
+	case b.Mode == Accumulate:
+		return ts // the micro-batch stops at the accumulators
+	case stage == 1:
 		ts = append(ts, zero1())
 	case c.Ranks > 1:
 		ts = append(ts, bucketed(c.bucketBytes()))
 	}
+	if b.Mode == Accumulate {
+		return ts // stages 2 and 3: the micro-batch stops at the accumulated blocks
+	}
 	if c.ClipNorm > 0 {
 		ts = append(ts, clip(c.ClipNorm))
 	}
-	if !c.sharded() {
-		ts = append(ts, update(c.optimizer()))
+	if stage > 0 {
+		return append(ts, shardedUpdate(stage, c.optimizer()))
 	}
-	return ts
+	return append(ts, update(c.optimizer()))
 }
 
 // lossScale is float16 dynamic loss scaling (as torch.cuda.amp.GradScaler):
@@ -100,6 +113,9 @@ func lossScale() Transform {
 				} else {
 					probe = graph.Add(probe, z)
 				}
+			}
+			if b.Config.sharded() && probe != nil { // each process checked its blocks
+				probe = graph.AllReduceSum(probe)
 			}
 			b.Finite = graph.Equal(probe, graph.ScalarLike(probe, 0))
 			b.G.SetGuard(b.Finite) // a step with an overflow changes nothing
@@ -165,48 +181,28 @@ func bucketed(limit int64) Transform {
 	}
 }
 
-// zero1 is ZeRO stage 1 (Rajbhandari et al., "ZeRO: Memory Optimizations
-// Toward Training Trillion Parameter Models", 2020) for each parameter p
-// of n elements, as blocks of s = ⌈n/ranks⌉: the share-weighted gradient
-// is reduce-scattered (this process gets the sum's block), the optimizer
-// updates this process's block of p with state of block size, and the
-// updated blocks are all-gathered into p.
-func zero1() Transform {
-	return Transform{
-		Name: "zero1", Doc: "reduce-scatter the gradient, update this process's block with block-sized optimizer state, all-gather the parameter",
-		Grad: func(b *Builder, i int, gr *graph.Node) *graph.Node {
-			c := &b.Config
-			g, p := b.G, b.Params[i]
-			size, rank := c.Ranks, c.Rank
-			n := p.Shape().Size()
-			s := (n + size - 1) / size
-			flat := func(x *graph.Node) *graph.Node { // [n] padded with zeros to [s·size]
-				x = graph.Reshape(x, n)
-				if pad := s*size - n; pad > 0 {
-					x = graph.Concat(0, x, graph.BroadcastTo(graph.ScalarLike(x, 0), pad))
-				}
-				return x
-			}
-			g.PushScope("zero")
-			mine := graph.ReduceScatterSum(flat(gr), size)
-			w := graph.Slice(flat(p), []int{rank * s}, []int{(rank + 1) * s})
-			full := graph.AllGather(c.optimizer().Update(g, p, w, mine), size)
-			if s*size > n {
-				full = graph.Slice(full, []int{0}, []int{n})
-			}
-			graph.Assign(p, graph.Reshape(full, p.Shape()...))
-			g.PopScope()
-			return nil
-		},
-	}
-}
-
-// clip scales the gradients by min(1, norm/‖g‖), ‖g‖ their global norm.
+// clip scales the gradients by min(1, norm/‖g‖), ‖g‖ their global norm
+// (under ZeRO, each process holding a block of every gradient, their
+// squares are summed over the processes).
 func clip(norm float64) Transform {
 	return Transform{
 		Name: "clip", Doc: "scale every gradient by min(1, clip/global norm)",
 		NeedsAll: true,
-		Finish:   func(b *Builder) { b.Grads = optim.ClipByGlobalNorm(b.Grads, norm) },
+		Finish: func(b *Builder) {
+			if !b.Config.sharded() {
+				b.Grads = optim.ClipByGlobalNorm(b.Grads, norm)
+				return
+			}
+			if len(b.Grads) == 0 {
+				return
+			}
+			b.G.PushScope("clip_by_global_norm")
+			defer b.G.PopScope()
+			scale := globalNormScale(b.Grads, norm, true)
+			for i, gr := range b.Grads {
+				b.Grads[i] = graph.Mul(gr, scale)
+			}
+		},
 	}
 }
 

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
-	"strings"
 
-	"github.com/headroom-ml/headroom/graph"
-	"github.com/headroom-ml/headroom/runtime"
 	"github.com/headroom-ml/headroom/tensor"
 
 	"github.com/headroom-ml/headroom/train/checkpoint"
@@ -42,57 +39,33 @@ const (
 	keyOptimizerStepsBefore = "optimizer_steps_before"
 )
 
-// entries returns every variable as a checkpoint entry. A sharded
-// optimizer state is gathered from every process into the tensor an
-// unsharded run would hold (so any number of processes can resume from
-// it): every process of the run must call it.
+// entries returns every variable as a checkpoint entry. A variable that
+// holds this process's block of a tensor (ZeRO) is gathered from every
+// process into the tensor an unsharded run would hold (so any number of
+// processes can resume from it): every process of the run must call it.
 func (t *Trainer) entries() ([]checkpoint.Entry, error) {
 	var entries []checkpoint.Entry
 	for _, v := range t.engine.Variables() {
-		x, err := hostValue(v)
+		x, err := t.wholeValue(v)
 		if err != nil {
 			return nil, err
-		}
-		if p, ok := t.shardOf(v); ok {
-			size := t.cfg.ranks()
-			full := make([]byte, len(x.Bytes())*size)
-			if err := t.cfg.Comm.AllGather(x.Bytes(), full); err != nil {
-				return nil, fmt.Errorf("train: gathering %s: %w", v.Name, err)
-			}
-			n := p.Shape.Size()
-			var err error
-			if x, err = tensor.FromBytes(v.DType, p.Shape, full[:n*v.DType.Size()]); err != nil {
-				return nil, err
-			}
 		}
 		entries = append(entries, checkpoint.Entry{Name: v.Name, Tensor: x})
 	}
 	return entries, nil
 }
 
-// shardOf returns the parameter whose optimizer state v is this process's
-// block of, when the state is sharded.
-func (t *Trainer) shardOf(v *runtime.Variable) (*runtime.Variable, bool) {
-	if !t.cfg.sharded() || v.Role != graph.RoleOptState {
-		return nil, false
-	}
-	i := strings.LastIndexByte(v.Name, '/')
-	if i < 0 {
-		return nil, false
-	}
-	p, ok := t.engine.Variable(v.Name[:i])
-	if !ok || p.Shape.Size() == v.Shape.Size() && v.Shape.Equal(p.Shape) {
-		return nil, false
-	}
-	return p, true
-}
-
 // SaveCheckpoint writes the model's state and the run's position (epochs
 // done, batches of the epoch in progress done, the shuffle's seed, the
 // loss scale) after the last step to dir, atomically, keeping the newest
 // keep files (0: all), and returns the file's path. In a data-parallel run
-// every process calls it and rank 0 writes.
+// every process calls it: without ZeRO rank 0 writes one file; under ZeRO
+// each process writes its part of a sharded checkpoint and rank 0 its
+// index, whose path it returns (saveSharded).
 func (t *Trainer) SaveCheckpoint(dir string, keep int) (string, error) {
+	if t.cfg.ranks() > 1 && t.cfg.zeroStage() > 0 {
+		return t.saveSharded(dir, keep, t.checkpointMeta())
+	}
 	entries, err := t.entries()
 	if err != nil {
 		return "", err
@@ -100,6 +73,15 @@ func (t *Trainer) SaveCheckpoint(dir string, keep int) (string, error) {
 	if t.cfg.ranks() > 1 && t.cfg.Comm.Rank() != 0 {
 		return "", nil
 	}
+	path, err := checkpoint.SaveStep(dir, t.step, entries, t.checkpointMeta(), keep)
+	if err != nil {
+		return "", fmt.Errorf("train: %w", err)
+	}
+	return path, nil
+}
+
+// checkpointMeta is a checkpoint's metadata: where the run stands.
+func (t *Trainer) checkpointMeta() map[string]string {
 	p := t.pos
 	meta := map[string]string{
 		checkpoint.KeyEpoch:        strconv.Itoa(p.epoch),
@@ -117,11 +99,7 @@ func (t *Trainer) SaveCheckpoint(dir string, keep int) (string, error) {
 		"batch":                    strconv.Itoa(t.cfg.Batch),
 		keyOptimizerStepsBefore:    strconv.FormatInt(t.optSteps, 10),
 	}
-	path, err := checkpoint.SaveStep(dir, t.step, entries, meta, keep)
-	if err != nil {
-		return "", fmt.Errorf("train: %w", err)
-	}
-	return path, nil
+	return meta
 }
 
 // restore loads the newest loadable checkpoint in dir into the variables,
@@ -199,10 +177,13 @@ func (t *Trainer) restore(dir string, events *[]Event) (path string, err error) 
 
 // readVariables reads every variable of the engine from the checkpoint at
 // path, straight into the variables' memory on the host (through one
-// tensor-sized copy each on a device, and the gathered full tensor of a
-// sharded optimizer state): no copy of the whole checkpoint is held. A
+// tensor-sized copy each on a device, and the whole tensor of a variable
+// that holds a block of it): no copy of the whole checkpoint is held. A
 // tensor the model does not have is skipped through a bounded buffer.
 func (t *Trainer) readVariables(path string) error {
+	if checkpoint.IsIndex(path) {
+		return t.readSharded(path)
+	}
 	seen := map[string]bool{}
 	var after []func() error // device copies and shard blocks, once read
 	_, err := checkpoint.LoadInto(path, func(name string, dt tensor.DType, shape tensor.Shape) ([]byte, error) {
@@ -211,18 +192,10 @@ func (t *Trainer) readVariables(path string) error {
 			return nil, nil
 		}
 		seen[name] = true
-		if sp, ok := t.shardOf(v); ok && dt == v.DType && shape.Equal(sp.Shape) {
-			// this process's block of a full optimizer state (zero-padded)
+		if whole, ok := t.wholeShape(v); ok && dt == v.DType && shape.Equal(whole) {
+			// this process's block of the whole tensor (zero-padded)
 			full := make([]byte, shape.Size()*dt.Size())
-			after = append(after, func() error {
-				block := v.Shape.Size() * v.DType.Size()
-				lo := min(t.cfg.Comm.Rank()*block, len(full))
-				return update(v, func(x tensor.Tensor) error {
-					clear(x.Bytes())
-					copy(x.Bytes(), full[lo:min(lo+block, len(full))])
-					return nil
-				})
-			})
+			after = append(after, func() error { return t.setBlock(v, full) })
 			return full, nil
 		}
 		if dt != v.DType || !shape.Equal(v.Shape) {

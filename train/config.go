@@ -89,8 +89,14 @@ type Config struct {
 	// (the epoch in progress ends there).
 	MaxSteps int64
 	// ShardOptimizer keeps 1/Size of the optimizer state on each process
-	// (ZeRO stage 1; with Comm only, and not with ClipNorm or mixed_float16).
+	// (ZeRO stage 1; with Comm only).
 	ShardOptimizer bool
+	// Zero is the ZeRO stage of a data-parallel run (step.Config.Zero): 1
+	// shards the optimizer state over the processes, 2 also the gradients,
+	// 3 also the parameters; 0 none (ShardOptimizer is stage 1). Sharded
+	// variables are gathered whole into checkpoints and saved models, so
+	// any number of processes can resume from them.
+	Zero int
 	// Comm, when it has more than one process, makes the run data-parallel:
 	// each process trains on its share of every batch (Batch is the global
 	// batch, as Keras' tf.distribute; each runs Batch/Size), gradients are
@@ -192,7 +198,7 @@ func (c *Config) stepConfig() step.Config {
 	}
 	s := step.Config{Model: c.Model, Loss: c.Loss, Losses: c.Losses, Optimizer: c.Optimizer, ClipNorm: c.ClipNorm, Precision: prec,
 		Float32Storage: c.storage == StorageFloat32Activations,
-		Remat:          c.Remat, Seed: c.Seed, Target: c.Backend, ShardOptimizer: c.ShardOptimizer, BucketBytes: c.BucketBytes}
+		Remat:          c.Remat, Seed: c.Seed, Target: c.Backend, ShardOptimizer: c.ShardOptimizer, Zero: c.Zero, BucketBytes: c.BucketBytes}
 	if c.ranks() > 1 {
 		s.Ranks, s.Rank = c.ranks(), c.Comm.Rank()
 	}
@@ -224,9 +230,11 @@ func (c *Config) lossScaling() bool {
 	return c.Precision == step.MixedFloat16 && c.storage == StorageLow
 }
 
-// sharded reports whether the optimizer state is sharded over the
-// processes (ZeRO stage 1).
-func (c *Config) sharded() bool { return c.ShardOptimizer && c.ranks() > 1 }
+// zeroStage is the ZeRO stage of the run's step (0 with one process).
+func (c *Config) zeroStage() int {
+	sc := c.stepConfig()
+	return sc.ZeroStage()
+}
 
 // input returns the model's one input (Examples feed one).
 func (c *Config) input() (nn.Input, bool) {

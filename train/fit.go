@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -161,6 +162,7 @@ type fitRun struct {
 	first     mem.Snapshot
 	dog       *watchdog
 	resumed   position // where a resumed run starts (its first epoch resumes mid-way)
+	sums      []byte   // a data-parallel step's loss and counts, summed over the processes (an allocation of its own, without pointers, for MPI)
 }
 
 // epochRun is the state of one epoch.
@@ -344,6 +346,9 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		rank = cfg.Comm.Rank()
 	}
 	lo, hi := rank*n/ranks, (rank+1)*n/ranks
+	if err := sameRuns(cfg, n, mb); err != nil {
+		return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
+	}
 	// micro-batches and processes weigh by their examples, or by the
 	// labels they keep (a bucketed text's padding)
 	share := func(a, b int) float64 { return float64(b - a) }
@@ -351,6 +356,7 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		share = func(a, b int) float64 { return float64(bk.valid(a, b)) }
 	}
 	var loss float64
+	correct, seen := e.correct, e.seen
 	for at, m := lo, 0; at < hi; m++ {
 		size := min(mb, hi-at)
 		pr, err := t.stepProgram(at+size < hi, size, bucket)
@@ -375,6 +381,12 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 		}
 		at += size
 	}
+	if ranks > 1 { // the batch's loss and counts, not this process's share's
+		var err error
+		if loss, err = r.sumOver(loss*ratio0(share(lo, hi), share(0, n)), &correct, &seen, e); err != nil {
+			return fmt.Errorf("train: epoch %d, step %d: %w", e.ep+1, r.step, err)
+		}
+	}
 	if math.IsNaN(r.h.FirstLoss) {
 		r.h.FirstLoss = loss
 	}
@@ -398,6 +410,50 @@ func (r *fitRun) update(e *epochRun, n, batches int, src batchSource) error {
 	for _, c := range r.callbacks {
 		if b, ok := c.(BatchEnder); ok {
 			b.OnBatchEnd(e.ep+1, e.updates, batches, loss)
+		}
+	}
+	return nil
+}
+
+// sumOver sums a data-parallel step's weighted loss and the examples
+// counted (correct, seen: e's counts before the step, which become the
+// batch's after it) over the processes, and returns the batch's loss. It
+// allocates nothing.
+func (r *fitRun) sumOver(loss float64, correct, seen *int, e *epochRun) (float64, error) {
+	if r.sums == nil {
+		r.sums = make([]byte, 24)
+	}
+	b := r.sums
+	binary.LittleEndian.PutUint64(b[0:], math.Float64bits(loss))
+	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(float64(e.correct-*correct)))
+	binary.LittleEndian.PutUint64(b[16:], math.Float64bits(float64(e.seen-*seen)))
+	if err := r.t.cfg.Comm.AllReduceSum(b, tensor.Float64); err != nil {
+		return 0, fmt.Errorf("summing the step's loss over the processes: %w", err)
+	}
+	at := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])) }
+	e.correct, e.seen = *correct+int(at(1)), *seen+int(at(2))
+	return at(0), nil
+}
+
+// sameRuns checks that every process splits its share of a batch of n
+// examples into as many micro-batches of at most mb as the others: under
+// ZeRO stages 2 and 3 every micro-batch exchanges blocks with the other
+// processes, so they must run alike. (Full batches split evenly; a last,
+// partial batch may not.)
+func sameRuns(cfg *Config, n, mb int) error {
+	ranks := cfg.ranks()
+	if cfg.accumulate() == 1 || cfg.zeroStage() < 2 {
+		return nil
+	}
+	first := -1
+	for r := range ranks {
+		local := (r+1)*n/ranks - r*n/ranks
+		runs := (local + mb - 1) / mb
+		if first < 0 {
+			first = runs
+		} else if runs != first {
+			return fmt.Errorf("a batch of %d examples splits into %d micro-batches of at most %d on rank 0 and %d on rank %d: under ZeRO stage %d the ranks must run alike (drop the last partial batch, or change --batch or --accumulate)",
+				n, first, mb, runs, r, cfg.zeroStage())
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package train_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -150,10 +151,18 @@ func TestLiveBudgetExhaustedCheckpoints(t *testing.T) {
 // TestLiveBudgetRanksAgree: in a 2-rank run, the live budget falls on rank
 // 1 alone after step 3; both ranks re-plan at the same step to the same
 // micro-batching, so their weights stay bit for bit the same. Then an
-// interrupt on rank 1 alone stops both after the same step.
+// interrupt on rank 1 alone stops both after the same step. The same
+// under ZeRO stages 2 and 3 (the re-planned steps reduce-scatter, and
+// gather, the same blocks).
 func TestLiveBudgetRanksAgree(t *testing.T) {
+	for _, zero := range []int{0, 2, 3} {
+		t.Run(fmt.Sprintf("zero %d", zero), func(t *testing.T) { liveBudgetRanksAgree(t, zero) })
+	}
+}
+
+func liveBudgetRanksAgree(t *testing.T, zero int) {
 	data := blobs(15, 1000, 8, 4)
-	cfg := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9}
+	cfg := train.Config{Model: parallelModel(), Optimizer: &optim.Adam{}, Epochs: 2, Batch: 128, Seed: 9, Zero: zero}
 	c4 := cfg
 	c4.Accumulate = 4
 	c4.Comm = newLocalRank(newLocalGroup(2), 0) // plans rank 0's share
@@ -195,7 +204,7 @@ func TestLiveBudgetRanksAgree(t *testing.T) {
 			}
 			defer tr.Close()
 			h, err := tr.Fit(context.Background())
-			outs[rank] = outcome{events: h.Events, err: err, w: paramValues(tr)}
+			outs[rank] = outcome{events: h.Events, err: err, w: wholeParams(tr)}
 		}()
 	}
 	wg.Wait()
@@ -211,6 +220,9 @@ func TestLiveBudgetRanksAgree(t *testing.T) {
 	}
 	if len(outs[0].events) == 1 && len(outs[1].events) == 1 && outs[0].events[0].Accumulate != outs[1].events[0].Accumulate {
 		t.Errorf("the ranks re-planned differently: %v and %v", outs[0].events, outs[1].events)
+	}
+	if len(outs[0].w) == 0 || len(outs[0].w) != len(outs[1].w) {
+		t.Fatalf("the ranks' weights: %d and %d values", len(outs[0].w), len(outs[1].w))
 	}
 	for i := range outs[0].w {
 		if math.Float64bits(outs[0].w[i]) != math.Float64bits(outs[1].w[i]) {

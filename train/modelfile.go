@@ -110,7 +110,7 @@ func (t *Trainer) SaveModel(path string, pre data.Preprocessing, reg *Registered
 		if v.Role != graph.RoleParam {
 			continue
 		}
-		x, err := hostValue(v)
+		x, err := t.wholeValue(v) // every process takes part in a gather
 		if err != nil {
 			return err
 		}

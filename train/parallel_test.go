@@ -2,6 +2,7 @@ package train_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -28,6 +29,28 @@ type localGroup struct {
 	outs  [][]byte
 	round int
 	seen  int
+	// failed: a rank gave up (abort): collectives return at once, with
+	// an error, so the others end instead of waiting for it forever
+	failed bool
+}
+
+// abort releases every rank waiting in a collective and fails the ones to
+// come.
+func (g *localGroup) abort() {
+	g.mu.Lock()
+	g.failed = true
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}
+
+// err is the error of a collective once a rank has given up.
+func (g *localGroup) err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed {
+		return errors.New("localGroup: another rank gave up")
+	}
+	return nil
 }
 
 func newLocalGroup(size int) *localGroup {
@@ -60,17 +83,18 @@ func newLocalRank(group *localGroup, rank int) localRank {
 // localRequest is a started all-reduce of localRank.
 type localRequest struct {
 	done chan struct{}
+	g    *localGroup
 }
 
 func (q localRequest) Wait() error {
 	<-q.done
-	return nil
+	return q.g.err()
 }
 
 // Start queues the all-reduce of buf and returns; Wait waits for it. Every
 // collective goes through the queue, so ranks meet in the same order.
 func (r localRank) Start(buf []byte, dt tensor.DType) (interface{ Wait() error }, error) {
-	req := localRequest{done: make(chan struct{})}
+	req := localRequest{done: make(chan struct{}), g: r.g}
 	r.q <- func() {
 		r.exchangeSum(buf, dt)
 		close(req.done)
@@ -98,6 +122,9 @@ func (r localRank) exchange(buf []byte, combine func(bufs [][]byte), out ...[]by
 	g := r.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.failed {
+		return
+	}
 	round := g.round
 	g.bufs[r.rank] = buf
 	if len(out) > 0 {
@@ -111,14 +138,14 @@ func (r localRank) exchange(buf []byte, combine func(bufs [][]byte), out ...[]by
 		g.cond.Broadcast()
 		return
 	}
-	for g.round == round {
+	for g.round == round && !g.failed {
 		g.cond.Wait()
 	}
 }
 
 func (r localRank) AllReduceSum(buf []byte, dt tensor.DType) error {
 	r.sync(func() { r.exchangeSum(buf, dt) })
-	return nil
+	return r.g.err()
 }
 
 func (r localRank) exchangeSum(buf []byte, dt tensor.DType) {
@@ -146,17 +173,40 @@ func (r localRank) ReduceScatterSum(send, recv []byte, dt tensor.DType) error {
 }
 
 func (r localRank) AllGather(send, recv []byte) error {
+	r.sync(func() { r.exchangeGather(send, recv) })
+	return r.g.err()
+}
+
+func (r localRank) exchangeGather(send, recv []byte) {
 	g := r.g
-	r.sync(func() {
-		r.exchange(send, func(bufs [][]byte) {
-			for _, out := range g.outs {
-				for i, b := range bufs {
-					copy(out[i*len(b):(i+1)*len(b)], b)
-				}
+	r.exchange(send, func(bufs [][]byte) {
+		for _, out := range g.outs {
+			for i, b := range bufs {
+				copy(out[i*len(b):(i+1)*len(b)], b)
 			}
-		}, recv)
-	})
-	return nil
+		}
+	}, recv)
+}
+
+// StartReduceScatter and StartAllGather queue the collective, as Start.
+func (r localRank) StartReduceScatter(send, recv []byte, dt tensor.DType) (interface{ Wait() error }, error) {
+	req := localRequest{done: make(chan struct{}), g: r.g}
+	r.q <- func() {
+		full := append([]byte(nil), send...)
+		r.exchangeSum(full, dt)
+		copy(recv, full[r.rank*len(recv):(r.rank+1)*len(recv)])
+		close(req.done)
+	}
+	return req, nil
+}
+
+func (r localRank) StartAllGather(send, recv []byte) (interface{ Wait() error }, error) {
+	req := localRequest{done: make(chan struct{}), g: r.g}
+	r.q <- func() {
+		r.exchangeGather(send, recv)
+		close(req.done)
+	}
+	return req, nil
 }
 
 func (r localRank) Broadcast(buf []byte, root int) error {
@@ -167,7 +217,7 @@ func (r localRank) Broadcast(buf []byte, root int) error {
 			}
 		})
 	})
-	return nil
+	return r.g.err()
 }
 
 // fitRanks trains cfg on two goroutine ranks of one localGroup and returns,

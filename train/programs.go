@@ -59,6 +59,10 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 		return nil, fmt.Errorf("train: global batch %d does not split evenly over %d processes", c.Batch, c.ranks())
 	}
 	bt := min(c.Batch/c.ranks(), trainN) // this process's share of a batch
+	last := c.share(trainN % c.Batch)    // and of the last, partial one (0: none)
+	if trainN < c.Batch {
+		last = c.share(trainN)
+	}
 	if k := c.accumulate(); k > 1 {
 		if bt%k != 0 {
 			return nil, fmt.Errorf("train: batch %d does not split into %d equal micro-batches", bt, k)
@@ -71,7 +75,7 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 			return nil, err
 		}
 		// the last partial batch: micro-batches of mb and a smaller last one
-		if r := trainN % bt % mb; r != 0 {
+		if r := last % mb; r != 0 {
 			if err := add("train_tail", r, step.Apply); err != nil {
 				return nil, err
 			}
@@ -80,8 +84,8 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 		if err := add("train", bt, step.Train); err != nil {
 			return nil, err
 		}
-		if r := trainN % bt; r != 0 {
-			if err := add("train_tail", r, step.Train); err != nil {
+		if last != 0 && last != bt {
+			if err := add("train_tail", last, step.Train); err != nil {
 				return nil, err
 			}
 		}
@@ -95,6 +99,16 @@ func (c *Config) compileAs(trainN, evalN int) (map[string]*program, error) {
 		}
 	}
 	return progs, nil
+}
+
+// share returns this process's share of a batch of n examples: the
+// examples [rank·n/ranks, (rank+1)·n/ranks) (Fit's split).
+func (c *Config) share(n int) int {
+	ranks, rank := c.ranks(), 0
+	if ranks > 1 {
+		rank = c.Comm.Rank()
+	}
+	return (rank+1)*n/ranks - rank*n/ranks
 }
 
 // addEval adds the evaluation programs of evalN examples.
@@ -256,7 +270,11 @@ func (c Config) maxBatch(d *Data, budget int64, limit int) (int, error) {
 		}
 		return rp.Peak <= budget, nil
 	}
-	return largest(0, limit, fits)
+	// batches that split evenly over the processes: unit·m for m in
+	// [0, limit/unit]
+	unit := c.ranks()
+	m, err := largest(0, limit/unit, func(m int) (bool, error) { return fits(m * unit) })
+	return m * unit, err
 }
 
 // largest returns the largest n in [lo, hi] for which fits holds, given

@@ -202,7 +202,12 @@ func (t *Trainer) checkBudget(rp *RunPlan) error {
 		oom.Ledger = "the budget (" + t.cfg.BudgetSource + ")"
 	}
 	oom.Totals = rp.Totals
+	oom.Notes = t.rankNotes(rp)
 	oom.Remedies = []string{t.fitRemedy(t.cfg.Budget, "in the budget of")}
+	if n := t.cfg.ranks(); n > 1 {
+		oom.Owner = fmt.Sprintf("rank %d of %d's training (its %d of the batch of %d)", t.cfg.Comm.Rank(), n, t.cfg.Batch/n, t.cfg.Batch)
+		oom.Remedies = append(oom.Remedies, fmt.Sprintf("headroom plan --ranks %d --zero 3 --budget ... shows how many processes the run needs with its parameters, gradients and optimizer state sharded", n))
+	}
 	if rp.Streamed {
 		oom.Remedies = append(oom.Remedies, "the data set is already streamed: "+rp.From)
 	} else if t.data.set != nil && t.data.mode == StreamAuto {

@@ -17,6 +17,14 @@ func (t *Trainer) initWeights() error {
 		if !ok || w.Init == nil {
 			continue
 		}
+		if _, ok := t.wholeShape(v); ok { // every process draws the whole weight and keeps its block
+			x := tensor.New(w.DType, w.Shape)
+			nn.InitTensor(w.Init, t.cfg.Seed, w.Name, x)
+			if err := t.setBlock(v, x.Bytes()); err != nil {
+				return err
+			}
+			continue
+		}
 		err := update(v, func(x tensor.Tensor) error { nn.InitTensor(w.Init, t.cfg.Seed, w.Name, x); return nil })
 		if err != nil {
 			return err
@@ -27,13 +35,14 @@ func (t *Trainer) initWeights() error {
 
 // Weight returns the current value of the model variable name, on the
 // host (a copy on a device backend): a PredictConfig's Weights can read a
-// trainer's weights so.
+// trainer's weights so. Under ZeRO stage 3 it gathers the whole weight from
+// every process, which must all call it, in the same order.
 func (t *Trainer) Weight(name string) (tensor.Tensor, bool) {
 	v, ok := t.engine.Variable(name)
 	if !ok {
 		return tensor.Tensor{}, false
 	}
-	x, err := hostValue(v)
+	x, err := t.wholeValue(v)
 	return x, err == nil
 }
 
@@ -74,7 +83,7 @@ func (t *Trainer) broadcastWeights() error {
 		return nil
 	}
 	for _, v := range t.engine.Variables() {
-		if _, sharded := t.shardOf(v); sharded {
+		if _, sharded := t.wholeShape(v); sharded {
 			continue // each process keeps its own block
 		}
 		err := update(v, func(x tensor.Tensor) error { return t.cfg.Comm.Broadcast(x.Bytes(), 0) })
@@ -92,6 +101,9 @@ func (t *Trainer) SetWeight(name string, w tensor.Tensor) error {
 	v, ok := t.engine.Variable(name)
 	if !ok {
 		return fmt.Errorf("the model has no variable %s", name)
+	}
+	if whole, ok := t.wholeShape(v); ok && v.DType == w.DType() && whole.Equal(w.Shape()) {
+		return t.setBlock(v, w.Bytes()) // this process's block of the whole weight
 	}
 	if v.DType != w.DType() || !v.Shape.Equal(w.Shape()) {
 		return fmt.Errorf("variable %s is %s%v, the weight %s%v", name, v.DType, v.Shape, w.DType(), w.Shape())

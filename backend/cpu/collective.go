@@ -14,7 +14,11 @@ func init() {
 	register(graph.OpReduceScatter, kernel{bind: every(fromBound(reduceScatter))})
 	register(graph.OpAllGather, kernel{bind: every(fromBound(allGather))})
 	register(graph.OpAllReduceStart, kernel{bind: floats(fromBound(allReduceStart), fromBound(allReduceStart))})
-	register(graph.OpAllReduceWait, kernel{bind: floats(fromBound(allReduceWait), fromBound(allReduceWait))})
+	register(graph.OpAllReduceWait, kernel{bind: floats(fromBound(collectiveWait), fromBound(collectiveWait))})
+	register(graph.OpReduceScatterStart, kernel{bind: floats(fromBound(reduceScatterStart), fromBound(reduceScatterStart))})
+	register(graph.OpReduceScatterWait, kernel{bind: floats(fromBound(collectiveWait), fromBound(collectiveWait))})
+	register(graph.OpAllGatherStart, kernel{bind: every(fromBound(allGatherStart))})
+	register(graph.OpAllGatherWait, kernel{bind: every(fromBound(collectiveWait))})
 }
 
 // allReduce sums its input over every process into its output.
@@ -73,10 +77,48 @@ func allReduceStart(b *Bound) error {
 	return nil
 }
 
-func allReduceWait(b *Bound) error {
+// reduceScatterStart starts the reduce-scatter of its input into its
+// output (this process's block); collectiveWait completes it. With one
+// process the block is the input.
+func reduceScatterStart(b *Bound) error {
+	if b.Comm == nil || b.Comm.Size() == 1 {
+		copy(b.out, b.in[0])
+		return nil
+	}
+	if b.req != nil {
+		return b.fail("the previous reduce-scatter into this buffer is still in flight")
+	}
+	req, err := b.Comm.StartReduceScatter(b.in[0], b.out, b.DType)
+	if err != nil {
+		return b.failed(err, "starting the reduce-scatter over %d processes", b.Comm.Size())
+	}
+	b.req = req
+	return nil
+}
+
+// allGatherStart starts the all-gather of its input into its output;
+// collectiveWait completes it.
+func allGatherStart(b *Bound) error {
+	if b.Comm == nil || b.Comm.Size() == 1 {
+		copy(b.out, b.in[0])
+		return nil
+	}
+	if b.req != nil {
+		return b.fail("the previous all-gather into this buffer is still in flight")
+	}
+	req, err := b.Comm.StartAllGather(b.in[0], b.out)
+	if err != nil {
+		return b.failed(err, "starting the all-gather over %d processes", b.Comm.Size())
+	}
+	b.req = req
+	return nil
+}
+
+// collectiveWait completes the collective its start (linked to it) began.
+func collectiveWait(b *Bound) error {
 	s := b.start
 	if s == nil {
-		return b.fail("not linked to its all_reduce_start (link)")
+		return b.fail("not linked to its start (link)")
 	}
 	if s.req == nil {
 		return nil // one process: the start copied
@@ -94,7 +136,7 @@ func allReduceWait(b *Bound) error {
 	}
 	b.waited += time.Since(t0)
 	if err != nil {
-		return b.failed(err, "all-reduce over %d processes", b.Comm.Size())
+		return b.failed(err, "%s over %d processes", s.Op, b.Comm.Size())
 	}
 	return nil
 }
@@ -105,11 +147,11 @@ type tookWaiter interface {
 	WaitTook() (time.Duration, error)
 }
 
-// allReduceTimes sums, over the all_reduce_wait instructions of bound and
-// every run so far, how long their all-reduces took from start to
-// completion (where the communicator reports it) and how long the step
-// waited for them: the difference is the time the all-reduces were hidden
-// behind computation.
+// allReduceTimes sums, over the wait instructions of bound and every run
+// so far, how long their collectives (bucket all-reduces, ZeRO's
+// reduce-scatters and prefetched gathers) took from start to completion
+// (where the communicator reports it) and how long the step waited for
+// them: the difference is the time they were hidden behind computation.
 func allReduceTimes(bound []Bound) (took, waited time.Duration) {
 	for i := range bound {
 		took += bound[i].took
@@ -118,11 +160,11 @@ func allReduceTimes(bound []Bound) (took, waited time.Duration) {
 	return took, waited
 }
 
-// link connects every all_reduce_wait of bound (a program's instructions,
-// in order) to its all_reduce_start.
+// link connects every wait of bound (a program's instructions, in order)
+// to its start.
 func link(bound []Bound) {
 	for i := range bound {
-		if c := bound[i].Collective; c != nil && bound[i].Op == graph.OpAllReduceWait {
+		if c := bound[i].Collective; c != nil && bound[i].Op.WaitsFor() != graph.OpInvalid {
 			bound[i].start = &bound[c.Start]
 		}
 	}

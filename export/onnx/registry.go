@@ -56,7 +56,8 @@ func init() {
 	register(graph.OpConstant, rule{batch: batchLeaf, emit: emitLeaf})
 	registerNotExportable("a training step's variable update: export the inference graph", graph.OpAssign)
 	registerNotExportable("a collective of data-parallel training: export the inference graph",
-		graph.OpAllReduce, graph.OpReduceScatter, graph.OpAllGather, graph.OpAllReduceStart, graph.OpAllReduceWait)
+		graph.OpAllReduce, graph.OpReduceScatter, graph.OpAllGather, graph.OpAllReduceStart, graph.OpAllReduceWait,
+		graph.OpReduceScatterStart, graph.OpReduceScatterWait, graph.OpAllGatherStart, graph.OpAllGatherWait)
 }
 
 // emitLeaf: an Input is a graph input (named in newConverter); a Variable

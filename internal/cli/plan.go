@@ -13,7 +13,6 @@ import (
 	"github.com/headroom-ml/headroom/mem"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/profile"
-	"github.com/headroom-ml/headroom/tensor"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -52,6 +51,8 @@ type planReport struct {
 	NonTrainableParams *int         `json:"non_trainable_params,omitempty"`
 	Optimizer          string       `json:"optimizer,omitempty"`
 	KerasLayers        []kerasLayer `json:"keras_layers,omitempty"`
+	// with --ranks or --zero: one process's share (zero.go)
+	Processes *ranksReport `json:"processes,omitempty"`
 }
 
 type layerBytes struct {
@@ -62,14 +63,6 @@ type layerBytes struct {
 	Other      int64  `json:"other_bytes"`
 }
 
-// planFlags are plan's own flags.
-type planFlags struct {
-	asJSON     bool
-	ranks      int
-	shard      bool
-	bucketSize string
-}
-
 func runPlan(args []string, stdout, stderr io.Writer) error {
 	var o options
 	var f planFlags
@@ -77,27 +70,22 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	o.register(fs)
 	o.dev.register(fs, true)
 	defer o.dev.close()
-	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
-	fs.IntVar(&f.ranks, "ranks", 1, "plan one process of a data-parallel run over this many (as under mpirun -np N): its share of --batch, the gradient buckets")
-	fs.BoolVar(&f.shard, "shard-optimizer", false, "with --ranks: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
-	fs.StringVar(&f.bucketSize, "bucket-size", "1MiB", "with --ranks: the size of a gradient bucket")
+	f.register(fs)
 	if err := o.parse(fs, args, nil); err != nil {
 		return err
 	}
 	o.planOnly = true
-	bucketBytes, err := mem.ParseBytes(f.bucketSize)
-	if err != nil || bucketBytes <= 0 {
-		return usagef("--bucket-size %q: want a size such as 1MiB", f.bucketSize)
-	}
-	if f.ranks < 1 {
-		return usagef("--ranks %d: want at least 1", f.ranks)
+	bucketBytes, stage, err := f.check()
+	if err != nil {
+		return err
 	}
 	cfg, d, err := o.planData(stdout, f.asJSON)
 	if err != nil {
 		return err
 	}
+	cfg.Zero, cfg.BucketBytes = stage, bucketBytes
 	if f.ranks > 1 {
-		cfg.Comm, cfg.ShardOptimizer, cfg.BucketBytes = planRanks(f.ranks), f.shard, bucketBytes
+		cfg.Comm = train.PlanOnly(f.ranks)
 	}
 	rp, err := train.PlanFor(cfg, d)
 	if err != nil {
@@ -108,6 +96,9 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	r, err := o.report(cfg, d, rp)
 	if err != nil {
+		return err
+	}
+	if err := r.addRanks(cfg, d, rp, f.ranks); err != nil {
 		return err
 	}
 	if o.profileDir != "" {
@@ -121,6 +112,7 @@ func runPlan(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(r)
 	}
 	printReport(stdout, r)
+	printRanks(stdout, r)
 	return nil
 }
 
@@ -277,21 +269,4 @@ func printReport(w io.Writer, r *planReport) {
 			fmt.Fprintf(w, "budget %s: no batch size fits\n", fb(r.BudgetBytes))
 		}
 	}
-}
-
-// planRanks stands for the processes of a data-parallel run while it is
-// only planned: rank 0 of size; nothing is exchanged.
-type planRanks int
-
-func (r planRanks) Rank() int { return 0 }
-func (r planRanks) Size() int { return int(r) }
-
-var errPlanOnly = fmt.Errorf("headroom plan: the processes of a planned run exchange nothing")
-
-func (planRanks) AllReduceSum([]byte, tensor.DType) error            { return errPlanOnly }
-func (planRanks) ReduceScatterSum(_, _ []byte, _ tensor.DType) error { return errPlanOnly }
-func (planRanks) AllGather(_, _ []byte) error                        { return errPlanOnly }
-func (planRanks) Broadcast([]byte, int) error                        { return errPlanOnly }
-func (planRanks) Start([]byte, tensor.DType) (interface{ Wait() error }, error) {
-	return nil, errPlanOnly
 }

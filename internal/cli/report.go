@@ -95,8 +95,12 @@ func (r *trainRun) result(t *train.Trainer, h *train.History) (string, error) {
 		"optstate_bytes", t.Engine().Ledger().LiveBy(mem.OptState),
 		"allreduce_s", fmt.Sprintf("%.3f", h.AllReduceSeconds), "allreduce_wait_s", fmt.Sprintf("%.3f", h.AllReduceWaitSeconds),
 		"val_loss", fmt.Sprintf("%.6f", valLoss), "val_acc", fmt.Sprintf("%.4f", acc))
+	per, err := r.perRank(t, h)
+	if err != nil {
+		return "", err
+	}
 	f = append(f, kernelFields()...)
-	return resultLine(f...), nil
+	return resultLine(append(f, per...)...), nil
 }
 
 // kernelFields are the RESULT line's words on how convolution algorithms

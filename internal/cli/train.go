@@ -25,6 +25,7 @@ type trainFlags struct {
 	ckpt, csv, save, cpuProfile, bucketSize string
 	instrProfile                            string
 	every, maxSteps                         int64
+	zero                                    int
 	resume, quiet, strict, shard            bool
 	fitBudget, allowPrecision, followLimit  bool
 	rankTimeout                             time.Duration
@@ -42,7 +43,8 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of training to this file (go tool pprof)")
 	fs.StringVar(&f.instrProfile, "instr-profile", "", "after training, time every instruction of the training step (5 more runs of the last batch) and write a table of each one's op, owner, shape, kernel, time and GFLOP/s to this file")
 	fs.BoolVar(&f.strict, "strict-memory", false, "fail when memory grows after the first epoch (default: warn)")
-	fs.BoolVar(&f.shard, "shard-optimizer", false, "under mpirun: keep 1/ranks of the optimizer state on each process (ZeRO stage 1)")
+	fs.BoolVar(&f.shard, "shard-optimizer", false, "under mpirun: keep 1/ranks of the optimizer state on each process (--zero 1)")
+	fs.IntVar(&f.zero, "zero", 0, zeroUsage)
 	fs.BoolVar(&f.fitBudget, "fit-to-budget", false, "choose micro-batches, recomputation, streaming the data (and, with --allow-precision, 16-bit activations) so the run fits the budget, keeping the effective batch")
 	fs.BoolVar(&f.allowPrecision, "allow-precision", false, "let --fit-to-budget, and a budget following the container, choose mixed_bfloat16")
 	fs.BoolVar(&f.followLimit, "follow-limit", true, "in a container (no --budget): follow its memory limit while training, re-planning the step when a neighbour grows or the limit is lowered, and growing back when room returns (exit status 75, with a checkpoint, if nothing fits)")
@@ -60,7 +62,8 @@ func (f *trainFlags) check() error {
 	if b, err := mem.ParseBytes(f.bucketSize); err != nil || b <= 0 {
 		return usagef("--bucket-size %q: want a size such as 1MiB", f.bucketSize)
 	}
-	return nil
+	_, err := zeroStage(f.zero, f.shard)
+	return err
 }
 
 // runTrain trains as the flags say: the data and the model, train.New's
@@ -186,7 +189,8 @@ func (r *trainRun) openComm() error {
 	r.comm = comm
 	if comm.Size() > 1 {
 		bucket, _ := mem.ParseBytes(r.f.bucketSize)
-		r.cfg.Comm, r.cfg.ShardOptimizer, r.cfg.BucketBytes = comm, r.f.shard, bucket
+		r.cfg.Comm, r.cfg.BucketBytes = comm, bucket
+		r.cfg.Zero, _ = zeroStage(r.f.zero, r.f.shard) // (checked with the flags)
 		// MPI's progress thread needs a P of its own beside the kernels'
 		// threads: with GOMAXPROCS = --threads a completed collective waits
 		// for the scheduler to take the P back from the thread's cgo call,

@@ -46,10 +46,13 @@ func parseStepName(name string) (int64, bool) {
 	return step, true
 }
 
-// isStepName reports whether name is a file name StepPath writes.
+// isStepName reports whether name is a file name StepPath, PartPath or
+// IndexPath writes.
 func isStepName(name string) bool {
 	_, ok := parseStepName(name)
-	return ok
+	_, part := parsePartName(name)
+	_, index := parseIndexName(name)
+	return ok || part || index
 }
 
 // SaveStep saves the checkpoint of a training step to StepPath(dir, step)
@@ -84,28 +87,43 @@ func SaveStep(dir string, step int64, entries []Entry, meta map[string]string, k
 }
 
 // prune deletes all but the keep-1 newest checkpoints older than step (step's
-// own file is the keep-th) and every leftover temporary checkpoint file.
+// own is the keep-th), single files or sharded (index and parts), the parts
+// of older steps that have no index (a run killed while writing them), and
+// every leftover temporary checkpoint file.
 func prune(dir string, step int64, keep int) error {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	var older []int64
+	sharded, indexed := map[int64]bool{}, map[int64]bool{}
 	var errs []error
 	for _, de := range des {
 		name := de.Name()
 		if s, ok := parseStepName(name); ok && s < step {
 			older = append(older, s)
+		} else if s, ok := parseIndexName(name); ok && s < step {
+			older = append(older, s)
+			sharded[s], indexed[s] = true, true
+		} else if s, ok := parsePartName(name); ok && s < step {
+			sharded[s] = true
 		} else if target, ok := atomicfile.ParseTemp(name); ok && isStepName(target) {
 			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}
 	}
+	for s := range sharded {
+		if !indexed[s] {
+			errs = append(errs, removeSharded(dir, s, des))
+		}
+	}
 	if keep > 0 && len(older) > keep-1 {
 		slices.Sort(older)
 		for _, s := range older[:len(older)-(keep-1)] {
-			if err := os.Remove(StepPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if indexed[s] {
+				errs = append(errs, removeSharded(dir, s, des))
+			} else if err := os.Remove(StepPath(dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}
@@ -135,19 +153,29 @@ func LatestSkipping(dir string) (path string, step int64, skipped []error, err e
 		return "", 0, nil, fmt.Errorf("checkpoint: latest: %w", err)
 	}
 	var steps []int64
+	index := map[int64]bool{} // sharded: the step's index
 	for _, de := range des {
-		if s, ok := parseStepName(de.Name()); ok && de.Type().IsRegular() {
+		if !de.Type().IsRegular() {
+			continue
+		}
+		if s, ok := parseStepName(de.Name()); ok {
 			steps = append(steps, s)
+		} else if s, ok := parseIndexName(de.Name()); ok {
+			steps, index[s] = append(steps, s), true
 		}
 	}
 	if len(steps) == 0 {
 		return "", 0, nil, fmt.Errorf("checkpoint: latest: no checkpoint in %s: %w", dir, fs.ErrNotExist)
 	}
 	slices.Sort(steps)
+	steps = slices.Compact(steps)
 	var errs []error
 	for i := len(steps) - 1; i >= 0; i-- {
-		p := StepPath(dir, steps[i])
-		if err := verifyStep(p, steps[i]); err != nil {
+		p, verify := StepPath(dir, steps[i]), verifyStep
+		if index[steps[i]] {
+			p, verify = IndexPath(dir, steps[i]), verifyIndex
+		}
+		if err := verify(p, steps[i]); err != nil {
 			errs = append(errs, err)
 			continue
 		}

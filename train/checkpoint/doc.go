@@ -68,6 +68,15 @@
 // checkpoint that validates, falling back to older ones if the newest is
 // damaged; it is how a run resumes. One process writes a directory at a time.
 //
+// A sharded checkpoint (sharded.go) is written by the processes of a
+// data-parallel run together: each its part, dir/ckpt-<step>-<i>-of-<n>.safetensors
+// (SavePart), then one of them the index that commits them,
+// dir/ckpt-<step>.safetensors.index.json (SaveIndex), Hugging Face's
+// sharded layout (a weight_map from tensor names to part files, and the
+// metadata). Latest and LoadInto take an index where they take a file; a
+// step whose index is missing, or one of whose parts is missing or damaged,
+// is passed over like a damaged file.
+//
 // # Metadata keys
 //
 // The format allows only string values in "__metadata__", so numbers and

@@ -19,8 +19,17 @@ const IntoBufferBytes = 1 << 20
 // bytes; nil: skip it) or an error. The data's CRC-32C is checked over
 // what was read; a mismatch is a *FormatError found only after the bytes
 // were written, so callers that must not see damaged data verify the file
-// first (Latest and LatestSkipping do). It returns the metadata.
+// first (Latest and LatestSkipping do). It returns the metadata. A
+// sharded checkpoint's index (IsIndex) is read part by part, in order, and
+// its metadata returned.
 func LoadInto(path string, dst func(name string, dtype tensor.DType, shape tensor.Shape) ([]byte, error)) (map[string]string, error) {
+	if IsIndex(path) {
+		return loadIndexInto(path, dst)
+	}
+	return loadFileInto(path, dst)
+}
+
+func loadFileInto(path string, dst func(name string, dtype tensor.DType, shape tensor.Shape) ([]byte, error)) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: load: %w", err)
@@ -77,8 +86,15 @@ func LoadInto(path string, dst func(name string, dtype tensor.DType, shape tenso
 }
 
 // Meta returns the metadata of the checkpoint at path, reading only its
-// header.
+// header (of a sharded checkpoint: its index's).
 func Meta(path string) (map[string]string, error) {
+	if IsIndex(path) {
+		x, err := ReadIndex(path)
+		if err != nil {
+			return nil, err
+		}
+		return x.Metadata, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: load: %w", err)

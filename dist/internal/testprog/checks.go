@@ -79,6 +79,7 @@ func (k *checker) expect(what string, f floats, want func(i int) float64) {
 func (k *checker) run() {
 	k.allReduce()
 	k.start()
+	k.startBlocks()
 	k.reduceScatter()
 	k.allGather()
 	k.broadcast()
@@ -132,6 +133,43 @@ func (k *checker) start() {
 		k.must("Wait", reqs[i].req.Wait())
 		k.expect(fmt.Sprintf("Start %v[%d]", reqs[i].f.dtype, reqs[i].f.len()), reqs[i].f, k.sumOf)
 	}
+}
+
+// startBlocks keeps non-blocking reduce-scatters and all-gathers in flight
+// together with an all-reduce and a blocking collective, and waits for
+// them out of order (ZeRO-2 and ZeRO-3 overlap them so).
+func (k *checker) startBlocks() {
+	const m = 1000
+	rsSend := k.filled(tensor.Float32, k.size*m)
+	rsRecv := newFloats(tensor.Float32, m)
+	rs, err := k.c.StartReduceScatter(rsSend.b, rsRecv.b, tensor.Float32)
+	k.must("StartReduceScatter", err)
+	agSend := make([]byte, 4*m+3)
+	for i := range agSend {
+		agSend[i] = pattern(k.rank, i)
+	}
+	agRecv := make([]byte, k.size*len(agSend))
+	ag, err := k.c.StartAllGather(agSend, agRecv)
+	k.must("StartAllGather", err)
+	ar := k.filled(tensor.Float64, 77)
+	arReq, err := k.c.Start(ar.b, tensor.Float64)
+	k.must("Start", err)
+	mid := k.filled(tensor.Float32, 9)
+	k.must("AllReduceSum while others are in flight", k.c.AllReduceSum(mid.b, tensor.Float32))
+	k.expect("AllReduceSum while a reduce-scatter and an all-gather are in flight", mid, k.sumOf)
+	k.must("Wait (all-gather)", ag.Wait())
+	k.expectBytes("StartAllGather", agRecv, func(i int) byte { return pattern(i/len(agSend), i%len(agSend)) })
+	k.must("Wait (all-reduce)", arReq.Wait())
+	k.expect("Start among a reduce-scatter and an all-gather", ar, k.sumOf)
+	k.must("Wait (reduce-scatter)", rs.Wait())
+	k.expect("StartReduceScatter", rsRecv, func(i int) float64 { return k.sumOf(k.rank*m + i) })
+	if _, err := k.c.StartReduceScatter(rsSend.b[:8], rsRecv.b, tensor.Float32); err == nil {
+		k.fatalf("StartReduceScatter with a short send buffer: got no error, want one")
+	}
+	if _, err := k.c.StartAllGather(agSend, agRecv[:3]); err == nil {
+		k.fatalf("StartAllGather with a short recv buffer: got no error, want one")
+	}
+	k.checks += 2
 }
 
 // reduceScatter: rank r's send block b element i is value(r, b*m+i), so
@@ -231,6 +269,7 @@ func (k *checker) argumentErrors() {
 // recycles its ops and request table).
 func (k *checker) allocations() {
 	buf := k.filled(tensor.Float32, 64)
+	gathered := make([]byte, 16*k.size)
 	for _, tc := range []struct {
 		name string
 		f    func()
@@ -242,6 +281,11 @@ func (k *checker) allocations() {
 			k.must("Wait", req.Wait())
 		}},
 		{"Broadcast", func() { k.must("Broadcast", k.c.Broadcast(buf.b, 0)) }},
+		{"StartAllGather+Wait", func() {
+			req, err := k.c.StartAllGather(buf.b[:16], gathered)
+			k.must("StartAllGather", err)
+			k.must("Wait", req.Wait())
+		}},
 	} {
 		k.checks++
 		if got := testing.AllocsPerRun(100, tc.f); got != 0 {
