@@ -44,8 +44,9 @@ type Bound struct {
 	choices *Choices
 	pending *pending
 	// algo is a float32 convolution's algorithm (nil for other
-	// instructions): ConvAuto runs the rule
-	algo *kernels.ConvAlgo
+	// instructions): ConvAuto runs the rule; convKind is which product
+	algo     *kernels.ConvAlgo
+	convKind kernels.ConvKind
 }
 
 // bind binds b to in over bufs, the bytes of every buffer of the program,

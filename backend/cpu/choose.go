@@ -139,7 +139,6 @@ func (c *Choices) convKey(threads int, kind kernels.ConvKind, g kernels.ConvGeom
 // pending is a bound convolution whose algorithm is still to be measured.
 type pending struct {
 	b      *Bound
-	kind   kernels.ConvKind
 	key    string
 	algos  []kernels.ConvAlgo
 	run    func(kernels.ConvAlgo) // runs the bound product with an algorithm
@@ -172,7 +171,7 @@ func (c *Choices) pick(b *Bound, kind kernels.ConvKind, algo *kernels.ConvAlgo, 
 		*algo = got.algo
 		return nil
 	}
-	return &pending{b: b, kind: kind, key: key, algos: algos, run: run, target: algo}
+	return &pending{b: b, key: key, algos: algos, run: run, target: algo}
 }
 
 // measure times each pending product with each of its algorithms on its

@@ -61,7 +61,7 @@ func bindConvChosen(b *Bound, kind kernels.ConvKind) func() error {
 	dst, x, y, work := tensor.As[float32](b.out), tensor.As[float32](b.in[0]), tensor.As[float32](b.in[1]), tensor.As[float32](b.work)
 	g, f, p := kernels.ConvGeom(b.Window.Geom), b.Window.F, b.pool
 	algo := new(kernels.ConvAlgo)
-	b.algo = algo
+	b.algo, b.convKind = algo, kind
 	run := func(a kernels.ConvAlgo) { kernels.ConvOn(p, kind, a, dst, x, y, work, g, f) }
 	b.pending = b.choices.pick(b, kind, algo, run)
 	return func() error {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 )
 
@@ -69,9 +68,7 @@ func (p *program) Kernel(i int) string {
 	if *b.algo != kernels.ConvAuto {
 		return b.algo.String()
 	}
-	kind := map[graph.Op]kernels.ConvKind{graph.OpConv2D: kernels.ConvForward,
-		graph.OpConv2DBackpropInput: kernels.ConvInputGrad, graph.OpConv2DBackpropFilter: kernels.ConvFilterGrad}[b.Op]
-	return kernels.ConvRule(kind, kernels.ConvGeom(b.Window.Geom), b.Window.F).String()
+	return kernels.ConvRule(b.convKind, kernels.ConvGeom(b.Window.Geom), b.Window.F).String()
 }
 
 // AllReduceTimes returns how long the program's all-reduces took and how
