@@ -50,7 +50,7 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 		a.assignOf[asg.Inputs()[1].ID()] = asg
 	}
 	a.findParts()
-	a.fused = &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{}}
+	a.fused = newFusion()
 	if !opt.DisableFusion {
 		a.fused = fuse(g, live, konst, a.output, a.assignOf, opt.Target)
 	}
@@ -101,6 +101,12 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 		}
 		if k, ok := konst[n.ID()]; ok {
 			a.newBuf(n, KindConstant, mem.Workspace).value = k.value
+			continue
+		}
+		if r1 := a.fused.sumOf[n.ID()]; r1 != nil {
+			// written by the first sum's instruction (FuseChannelSums)
+			a.newBuf(n, KindArena, mem.Workspace)
+			a.definer[n.ID()] = r1.ID()
 			continue
 		}
 		switch n.Op() {
@@ -213,13 +219,20 @@ func (a *assigner) workspace(n *graph.Node) int {
 
 // inputsOf returns what n's instruction reads: a fused root reads its
 // group's leaves; a relu gradient that absorbed a pool gradient reads the
-// pool gradient's inputs.
+// pool gradient's inputs; a first channel sum reads g and x, and the
+// second reads nothing of its own.
 func (a *assigner) inputsOf(n *graph.Node) []*graph.Node {
 	if grp := a.fused.groups[n.ID()]; grp != nil {
 		return grp.leaves
 	}
 	if p := a.fused.poolRelu[n.ID()]; p != nil {
 		return p.Inputs()
+	}
+	if pair, ok := a.fused.sums[n.ID()]; ok {
+		return []*graph.Node{n.Inputs()[0], pair.x}
+	}
+	if a.fused.sumOf[n.ID()] != nil {
+		return nil // the first sum's instruction reads for it
 	}
 	return n.Inputs()
 }
@@ -358,6 +371,15 @@ func (a *assigner) instr(n *graph.Node, ins []int) Instr {
 		it := lowerNode(p, out, ins)
 		it.Node, it.Owner, it.Site = n.ID(), n.Owner(), n.Site()
 		it.Window.ReluMask = true
+		return it
+	}
+	if pair, ok := a.fused.sums[n.ID()]; ok {
+		it := lowerNode(n, out, ins)
+		it.Reduce.Product = true
+		it.Parts = []int{0} // (while sizing workspace, before it has a buffer)
+		if ins != nil {
+			it.Parts[0] = a.nodeBuf[pair.second.ID()]
+		}
 		return it
 	}
 	it := lowerNode(n, out, ins)

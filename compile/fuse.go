@@ -21,6 +21,25 @@ type fusion struct {
 	// which reads y and dy once and writes dx once instead of writing the
 	// pool gradient and reading it back.
 	poolRelu map[int]*graph.Node
+
+	// sums maps a ReduceSum(g) node over every axis but the last to a
+	// ReduceSum(Mul(g, x)) over the same axes that it computes too, in the
+	// same pass (FuseChannelSums); sumOf maps the second back to the
+	// first. The product is absorbed; the second sum keeps its buffer,
+	// written by the first's instruction.
+	sums  map[int]channelPair
+	sumOf map[int]*graph.Node
+}
+
+// channelPair is what a first sum of g also computes: the second sum,
+// Σ g·x.
+type channelPair struct {
+	second, x *graph.Node
+}
+
+func newFusion() *fusion {
+	return &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{},
+		sums: map[int]channelPair{}, sumOf: map[int]*graph.Node{}}
 }
 
 // The fused chain is an instruction of its own, made here rather than
@@ -84,7 +103,7 @@ func leafKind(in, out tensor.Shape) (FusedLeaf, bool) {
 // fusable, it has that one reader, the same shape and dtype, and it is
 // neither an output nor the value of an Assign (those need buffers).
 func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bool, assignOf map[int]*graph.Node, t Target) *fusion {
-	f := &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{}}
+	f := newFusion()
 	readers := make([]int, g.Len())
 	for _, c := range g.Nodes() {
 		if !live[c.ID()] {
@@ -229,7 +248,76 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 			f.poolRelu[id] = p
 		}
 	}
+	if t.Fuses(FuseChannelSums) {
+		f.channelSums(nodes, live, konst, readers, output, assignOf)
+	}
 	return f
+}
+
+// channelSums pairs ReduceSum(g) with ReduceSum(Mul(g, x)), both over
+// every axis but the last, into one instruction at the first sum: it
+// reads g and x once and writes both sums, where the pair would write the
+// product and read g twice and the product once. The product must have
+// the second sum as its only reader and x must exist when the first sum
+// runs; moving the product's reads earlier only shortens lifetimes.
+func (f *fusion) channelSums(nodes []*graph.Node, live []bool, konst map[int]constant, readers []int, output map[int]bool, assignOf map[int]*graph.Node) {
+	plain := func(n *graph.Node) bool {
+		if !live[n.ID()] || f.absorbed[n.ID()] || f.groups[n.ID()] != nil || assignOf[n.ID()] != nil {
+			return false
+		}
+		_, k := konst[n.ID()]
+		return !k
+	}
+	channels := func(n *graph.Node) bool { // a sum over every axis but the last, to [C]
+		if n.Op() != graph.OpReduceSum || !plain(n) {
+			return false
+		}
+		x := n.Inputs()[0]
+		r := x.Shape().Rank()
+		if r < 2 || (x.DType() != tensor.Float32 && x.DType() != tensor.Float64) || n.Shape().Size() != x.Shape()[r-1] || len(n.Attr().Axes) != r-1 {
+			return false
+		}
+		for _, ax := range n.Attr().Axes {
+			if ax < 0 || ax >= r-1 {
+				return false
+			}
+		}
+		return true
+	}
+	first := map[int]*graph.Node{} // g's id -> the first sum of g
+	for _, n := range nodes {
+		if channels(n) {
+			if _, ok := first[n.Inputs()[0].ID()]; !ok {
+				first[n.Inputs()[0].ID()] = n
+			}
+		}
+	}
+	for _, r2 := range nodes {
+		if !channels(r2) {
+			continue
+		}
+		m := r2.Inputs()[0]
+		if m.Op() != graph.OpMul || !plain(m) || readers[m.ID()] != 1 || output[m.ID()] {
+			continue
+		}
+		a, b := m.Inputs()[0], m.Inputs()[1]
+		if !a.Shape().Equal(m.Shape()) || !b.Shape().Equal(m.Shape()) || a.DType() != m.DType() || b.DType() != m.DType() {
+			continue
+		}
+		for _, gx := range [][2]*graph.Node{{a, b}, {b, a}} {
+			g, x := gx[0], gx[1]
+			r1 := first[g.ID()]
+			if r1 == nil {
+				continue
+			}
+			if _, taken := f.sums[r1.ID()]; taken || f.sumOf[r1.ID()] != nil || r1.ID() > r2.ID() || x.ID() > r1.ID() || r1.DType() != r2.DType() {
+				continue
+			}
+			f.absorbed[m.ID()] = true
+			f.sums[r1.ID()], f.sumOf[r2.ID()] = channelPair{second: r2, x: x}, r1
+			break
+		}
+	}
 }
 
 // program returns the fused chain of grp: one step per member, registers

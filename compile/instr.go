@@ -79,6 +79,10 @@ type BroadcastGeom struct {
 type ReduceGeom struct {
 	XShape, DstStrides []int
 	Scale              float64
+	// Product: a reduce_sum over every axis but the last that reads a
+	// second input x of In[0]'s shape and also writes Σ In[0]·x over the
+	// same axes to Parts[0] (Target.Fuses(FuseChannelSums)).
+	Product bool
 }
 
 // MatMulGeom is a product per batch element, op(a) [M, K] · op(b) [K, N].

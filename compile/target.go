@@ -51,4 +51,9 @@ const (
 	// FusePoolReluGrad: ReluGrad(x, MaxPool2DGrad(x, dy)) runs as one
 	// max_pool2d_grad instruction with ReluMask set.
 	FusePoolReluGrad
+	// FuseChannelSums: ReduceSum(g) and ReduceSum(Mul(g, x)) over every
+	// axis but the last run as one reduce_sum instruction that reads g and
+	// x once (ReduceGeom.Product): the gradients of a per-channel shift
+	// and scale, as BatchNormalization's backward pass has them.
+	FuseChannelSums
 )

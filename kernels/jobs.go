@@ -114,6 +114,8 @@ type poolCalls struct {
 	momentsMu sync.Mutex
 	moments32 momentsJob[float32] // vision_ops.go
 	moments64 momentsJob[float64]
+	sums32    sumsJob[float32] // vision_ops.go, under momentsMu
+	sums64    sumsJob[float64]
 }
 
 // part computes region r of j with the packing buffers ws and scratch slot.

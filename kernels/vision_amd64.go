@@ -48,3 +48,17 @@ func momentsSIMD(s1, s2 []float64, x, shift []float32, rows, stride, blocks int)
 	moments512(&s1[0], &s2[0], &x[0], &shift[0], rows, stride, blocks)
 	return true
 }
+
+// sumsSIMD adds the sums of g and of g·x over rows rows (stride floats
+// apart) of the first 16·blocks channels to s1 and s2, and returns true;
+// or returns false, doing nothing, without AVX-512.
+func sumsSIMD(s1, s2 []float64, g, x []float32, rows, stride, blocks int) bool {
+	if !simdPool || rows < 1 || blocks < 1 {
+		return false
+	}
+	if end := (rows-1)*stride + 16*blocks; len(s1) < 16*blocks || len(s2) < 16*blocks || end > len(g) || end > len(x) {
+		panicf("channel sums: %d rows of %d blocks past the end of g (%d), x (%d) or the sums", rows, blocks, len(g), len(x))
+	}
+	sums512(&s1[0], &s2[0], &g[0], &x[0], rows, stride, blocks)
+	return true
+}

@@ -1439,3 +1439,54 @@ row:
 	JNZ           block
 	VZEROUPPER
 	RET
+
+// func sums512(s1 *float64, s2 *float64, dy *float32, x *float32, rows int, stride int, blocks int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·sums512(SB), NOSPLIT, $0-56
+	MOVQ s1+0(FP), DI
+	MOVQ s2+8(FP), SI
+	MOVQ dy+16(FP), DX
+	MOVQ x+24(FP), R8
+	MOVQ rows+32(FP), R9
+	MOVQ stride+40(FP), R10
+	MOVQ blocks+48(FP), R11
+	SHLQ $0x02, R10
+
+block:
+	VMOVUPD (DI), Z4
+	VMOVUPD 64(DI), Z5
+	VMOVUPD (SI), Z6
+	VMOVUPD 64(SI), Z7
+	MOVQ    DX, AX
+	MOVQ    R8, BX
+	MOVQ    R9, CX
+
+row:
+	VMOVUPS       (AX), Z0
+	VMOVUPS       (BX), Z1
+	VCVTPS2PD     Y0, Z2
+	VEXTRACTF32X8 $0x01, Z0, Y3
+	VCVTPS2PD     Y3, Z3
+	VCVTPS2PD     Y1, Z8
+	VEXTRACTF32X8 $0x01, Z1, Y9
+	VCVTPS2PD     Y9, Z9
+	VADDPD        Z2, Z4, Z4
+	VADDPD        Z3, Z5, Z5
+	VFMADD231PD   Z2, Z8, Z6
+	VFMADD231PD   Z3, Z9, Z7
+	ADDQ          R10, AX
+	ADDQ          R10, BX
+	DECQ          CX
+	JNZ           row
+	VMOVUPD       Z4, (DI)
+	VMOVUPD       Z5, 64(DI)
+	VMOVUPD       Z6, (SI)
+	VMOVUPD       Z7, 64(SI)
+	ADDQ          $0x80, DI
+	ADDQ          $0x80, SI
+	ADDQ          $0x40, DX
+	ADDQ          $0x40, R8
+	DECQ          R11
+	JNZ           block
+	VZEROUPPER
+	RET

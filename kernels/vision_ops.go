@@ -144,6 +144,84 @@ func MomentsOn[T Float](p *Pool, dst, x []T, rows, cols int, work []float64) []T
 	return dst
 }
 
+// ChannelSumsWork returns the float64 workspace ChannelSumsOn needs for
+// cols channels.
+func ChannelSumsWork(cols int) int { return momentsParts * 2 * cols }
+
+type sumsJob[T Float] struct {
+	g, x       []T
+	rows, cols int
+	work       []float64
+}
+
+// ChannelSumsOn sets sg[c] = Σ_r g[r, c] and sgx[c] = Σ_r g[r, c]·x[r, c]
+// for g and x [rows, cols], and returns sg: one pass over both for what
+// would be a reduction of g and a reduction of a product, the gradients of
+// a per-channel shift and scale (BatchNormalization's beta and gamma, and
+// through them its statistics). It sums in float64 (each product too),
+// over two fixed halves of the rows at once on pool p (so the rounding
+// does not depend on the threads), in work (ChannelSumsWork(cols)
+// float64s).
+func ChannelSumsOn[T Float](p *Pool, sg, sgx, g, x []T, rows, cols int, work []float64) []T {
+	const fn = "ChannelSums"
+	if rows < 0 || cols < 0 {
+		panicf("%s: invalid size %d×%d", fn, rows, cols)
+	}
+	checkLen(fn, "g", len(g), rows*cols)
+	checkLen(fn, "x", len(x), rows*cols)
+	checkLen(fn, "sg", len(sg), cols)
+	checkLen(fn, "sgx", len(sgx), cols)
+	if len(work) < ChannelSumsWork(cols) {
+		panicf("%s: len(work) = %d, want at least %d", fn, len(work), ChannelSumsWork(cols))
+	}
+	p.calls.momentsMu.Lock()
+	var j *sumsJob[T]
+	part := sumsPart64 // a plain function: a generic one's value would allocate
+	if j32, ok := any(&p.calls.sums32).(*sumsJob[T]); ok {
+		j, part = j32, sumsPart32
+	} else {
+		j = any(&p.calls.sums64).(*sumsJob[T])
+	}
+	*j = sumsJob[T]{g: g, x: x, rows: rows, cols: cols, work: work}
+	ParallelOn(p, momentsParts, part, j)
+	*j = sumsJob[T]{}
+	p.calls.momentsMu.Unlock()
+	for c := 0; c < cols; c++ {
+		var s1, s2 float64
+		for p := 0; p < momentsParts; p++ {
+			s1 += work[(2*p)*cols+c]
+			s2 += work[(2*p+1)*cols+c]
+		}
+		sg[c], sgx[c] = T(s1), T(s2)
+	}
+	return sg
+}
+
+func sumsPart32(arg any, p int) { sumsPart[float32](arg, p) }
+func sumsPart64(arg any, p int) { sumsPart[float64](arg, p) }
+
+// sumsPart sums part p of the rows into its two rows of work.
+func sumsPart[T Float](arg any, p int) {
+	j := arg.(*sumsJob[T])
+	cols := j.cols
+	s1 := j.work[(2*p)*cols : (2*p+1)*cols]
+	s2 := j.work[(2*p+1)*cols : (2*p+2)*cols]
+	clear(s1)
+	clear(s2)
+	r0, r1 := j.rows*p/momentsParts, j.rows*(p+1)/momentsParts
+	c0 := 0 // the channels summed in float64 vectors, sixteen at a time
+	if g32, ok := any(j.g).([]float32); ok && r1 > r0 && sumsSIMD(s1, s2, g32[r0*cols:], any(j.x).([]float32)[r0*cols:], r1-r0, cols, cols/16) {
+		c0 = cols &^ 15
+	}
+	for r := r0; r < r1; r++ {
+		gr, xr := j.g[r*cols:(r+1)*cols], j.x[r*cols:(r+1)*cols]
+		for c := c0; c < cols; c++ {
+			s1[c] += float64(gr[c])
+			s2[c] += float64(gr[c]) * float64(xr[c])
+		}
+	}
+}
+
 func momentsPart32(arg any, p int) { momentsPart[float32](arg, p) }
 func momentsPart64(arg any, p int) { momentsPart[float64](arg, p) }
 

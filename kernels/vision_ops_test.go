@@ -100,6 +100,56 @@ func TestMoments(t *testing.T) {
 	}
 }
 
+// TestChannelSums checks Σg and Σg·x per channel against the definition,
+// in float64 and float32, for channel counts below, at and past the
+// vector width and rows that split unevenly, on 1 to 3 threads: the same
+// bits on every thread count.
+func TestChannelSums(t *testing.T) {
+	r := rng(11)
+	for _, tc := range []struct{ rows, cols int }{{1, 3}, {7, 5}, {1000, 16}, {513, 17}, {300, 20}, {257, 32}, {2, 48}, {0, 4}} {
+		t.Run(fmt.Sprintf("%dx%d", tc.rows, tc.cols), func(t *testing.T) {
+			g, x := testutil.RandFloats(r, tc.rows*tc.cols), testutil.RandFloats(r, tc.rows*tc.cols)
+			wantG, wantGX := make([]float64, tc.cols), make([]float64, tc.cols)
+			for i := 0; i < tc.rows; i++ {
+				for c := 0; c < tc.cols; c++ {
+					wantG[c] += g[i*tc.cols+c]
+					wantGX[c] += g[i*tc.cols+c] * x[i*tc.cols+c]
+				}
+			}
+			g32, x32 := f32(g), f32(x)
+			want32G, want32GX := make([]float64, tc.cols), make([]float64, tc.cols)
+			for i := range g32 {
+				want32G[i%tc.cols] += float64(g32[i])
+				want32GX[i%tc.cols] += float64(g32[i]) * float64(x32[i])
+			}
+			var first []float32
+			for threads := 1; threads <= 3; threads++ {
+				p := kernels.NewPool(threads)
+				work := make([]float64, kernels.ChannelSumsWork(tc.cols))
+				sg, sgx := make([]float64, tc.cols), make([]float64, tc.cols)
+				kernels.ChannelSumsOn(p, sg, sgx, g, x, tc.rows, tc.cols, work)
+				testutil.RequireClose(t, "Σg", sg, wantG, 1e-12, 1e-12)
+				testutil.RequireClose(t, "Σg·x", sgx, wantGX, 1e-12, 1e-12)
+				sg32, sgx32 := make([]float32, tc.cols), make([]float32, tc.cols)
+				kernels.ChannelSumsOn(p, sg32, sgx32, g32, x32, tc.rows, tc.cols, work)
+				testutil.RequireClose(t, "float32 Σg", f64s(sg32), want32G, 1e-6, 1e-6)
+				testutil.RequireClose(t, "float32 Σg·x", f64s(sgx32), want32GX, 1e-6, 1e-6)
+				both := append(append([]float32{}, sg32...), sgx32...)
+				if first == nil {
+					first = both
+				} else {
+					for i := range both {
+						if math.Float32bits(both[i]) != math.Float32bits(first[i]) {
+							t.Fatalf("%d threads: sum %d is %v, %v on one thread", threads, i, both[i], first[i])
+						}
+					}
+				}
+				p.Close()
+			}
+		})
+	}
+}
+
 func TestActivations(t *testing.T) {
 	nan := math.NaN()
 	xs := []float64{-4, -2, -0.5, 0, 0.25, 1, 2.5, 7}

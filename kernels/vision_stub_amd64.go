@@ -121,3 +121,9 @@ func filtTile512c4v2(dw *float32, x *float32, dy *float32, rows int, cols int, x
 //
 //go:noescape
 func moments512(s1 *float64, s2 *float64, x *float32, shift *float32, rows int, stride int, blocks int)
+
+// sums512 adds, for j < 16·blocks, Σ_{r < rows} dy[r·stride + j] and Σ dy·x (each product in float64)
+// to s1[j] and s2[j] in float64, adding the rows in order (rows >= 1; stride in floats).
+//
+//go:noescape
+func sums512(s1 *float64, s2 *float64, dy *float32, x *float32, rows int, stride int, blocks int)

@@ -59,9 +59,11 @@ func (t *Target) Supports(op graph.Op, dtype, in tensor.DType) bool {
 	return ptx.Supports(op, dtype, in)
 }
 
-// Fuses reports true: every fused chain is one kernel, and the max pool's
-// gradient takes the relu mask.
-func (t *Target) Fuses(compile.Fusion) bool { return true }
+// Fuses reports whether the renderer writes the fusion: every fused chain
+// is one kernel, and the max pool's gradient takes the relu mask; the
+// paired channel sums (FuseChannelSums) are not written yet, so the two
+// reductions stay apart.
+func (t *Target) Fuses(f compile.Fusion) bool { return f != compile.FuseChannelSums }
 
 // Lower returns the workspace the instruction's kernels and products need
 // (its rendering's). An instruction the renderer refuses needs none here:

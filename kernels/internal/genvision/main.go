@@ -18,6 +18,9 @@
 // moments512 sums, per channel, the shifted values and their squares in
 // float64, sixteen channels at a time (BatchNormalization's statistics).
 //
+// sums512 sums, per channel, g and g·x in float64, sixteen channels at a
+// time: the gradients of BatchNormalization's shift and scale in one pass.
+//
 //	go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
 package main
 
@@ -121,6 +124,7 @@ func main() {
 		}
 	}
 	moments()
+	sums()
 	Generate()
 }
 
@@ -232,6 +236,57 @@ func moments() {
 	ADDQ(U8(128), s2)
 	ADDQ(U8(64), x)
 	ADDQ(U8(64), shift)
+	DECQ(blocks)
+	JNZ(LabelRef("block"))
+	VZEROUPPER()
+	RET()
+}
+
+func sums() {
+	TEXT("sums512", NOSPLIT, "func(s1, s2 *float64, dy, x *float32, rows, stride, blocks int)")
+	Pragma("noescape")
+	Doc("sums512 adds, for j < 16·blocks, Σ_{r < rows} dy[r·stride + j] and Σ dy·x (each product in float64)",
+		"to s1[j] and s2[j] in float64, adding the rows in order (rows >= 1; stride in floats).")
+	s1, s2 := Load(Param("s1"), reg.RDI), Load(Param("s2"), reg.RSI)
+	g, x := Load(Param("dy"), reg.RDX), Load(Param("x"), reg.R8) // (g names a register in Go assembly)
+	rows, stride, blocks := Load(Param("rows"), reg.R9), Load(Param("stride"), reg.R10), Load(Param("blocks"), reg.R11)
+	SHLQ(U8(2), stride)
+	gp, xp, r := reg.RAX, reg.RBX, reg.RCX
+	v, w, glo, ghi, xlo, xhi := reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z8, reg.Z9
+	a1, b1, a2, b2 := reg.Z4, reg.Z5, reg.Z6, reg.Z7
+	Label("block")
+	VMOVUPD(Mem{Base: s1}, a1)
+	VMOVUPD(Mem{Base: s1, Disp: 64}, b1)
+	VMOVUPD(Mem{Base: s2}, a2)
+	VMOVUPD(Mem{Base: s2, Disp: 64}, b2)
+	MOVQ(g, gp)
+	MOVQ(x, xp)
+	MOVQ(rows, r)
+	Label("row")
+	VMOVUPS(Mem{Base: gp}, v)
+	VMOVUPS(Mem{Base: xp}, w)
+	VCVTPS2PD(v.AsY(), glo)
+	VEXTRACTF32X8(U8(1), v, ghi.AsY())
+	VCVTPS2PD(ghi.AsY(), ghi)
+	VCVTPS2PD(w.AsY(), xlo)
+	VEXTRACTF32X8(U8(1), w, xhi.AsY())
+	VCVTPS2PD(xhi.AsY(), xhi)
+	VADDPD(glo, a1, a1)
+	VADDPD(ghi, b1, b1)
+	VFMADD231PD(glo, xlo, a2)
+	VFMADD231PD(ghi, xhi, b2)
+	ADDQ(stride, gp)
+	ADDQ(stride, xp)
+	DECQ(r)
+	JNZ(LabelRef("row"))
+	VMOVUPD(a1, Mem{Base: s1})
+	VMOVUPD(b1, Mem{Base: s1, Disp: 64})
+	VMOVUPD(a2, Mem{Base: s2})
+	VMOVUPD(b2, Mem{Base: s2, Disp: 64})
+	ADDQ(U8(128), s1)
+	ADDQ(U8(128), s2)
+	ADDQ(U8(64), g)
+	ADDQ(U8(64), x)
 	DECQ(blocks)
 	JNZ(LabelRef("block"))
 	VZEROUPPER()
