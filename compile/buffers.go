@@ -103,6 +103,16 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 			a.newBuf(n, KindConstant, mem.Workspace).value = k.value
 			continue
 		}
+		if _, ok := a.fused.cropped[n.ID()]; ok {
+			// writes its crop's buffer (FusePadIntoConv)
+			a.emit = append(a.emit, emitted{node: n, work: a.workspace(n)})
+			continue
+		}
+		if dp := a.fused.cropOf[n.ID()]; dp != nil {
+			a.newBuf(n, KindArena, mem.Workspace)
+			a.definer[n.ID()] = dp.ID()
+			continue
+		}
 		if r1 := a.fused.sumOf[n.ID()]; r1 != nil {
 			// written by the first sum's instruction (FuseChannelSums)
 			a.newBuf(n, KindArena, mem.Workspace)
@@ -220,7 +230,9 @@ func (a *assigner) workspace(n *graph.Node) int {
 // inputsOf returns what n's instruction reads: a fused root reads its
 // group's leaves; a relu gradient that absorbed a pool gradient reads the
 // pool gradient's inputs; a first channel sum reads g and x, and the
-// second reads nothing of its own.
+// second reads nothing of its own; a convolution whose padding was folded
+// into its window reads the unpadded input, and a crop that its input
+// gradient writes reads nothing of its own.
 func (a *assigner) inputsOf(n *graph.Node) []*graph.Node {
 	if grp := a.fused.groups[n.ID()]; grp != nil {
 		return grp.leaves
@@ -231,8 +243,11 @@ func (a *assigner) inputsOf(n *graph.Node) []*graph.Node {
 	if pair, ok := a.fused.sums[n.ID()]; ok {
 		return []*graph.Node{n.Inputs()[0], pair.x}
 	}
-	if a.fused.sumOf[n.ID()] != nil {
-		return nil // the first sum's instruction reads for it
+	if a.fused.sumOf[n.ID()] != nil || a.fused.cropOf[n.ID()] != nil {
+		return nil // the instruction that writes it reads for it
+	}
+	if pf, ok := a.fused.padded[n.ID()]; ok { // the unpadded input
+		return append([]*graph.Node{pf.x}, n.Inputs()[1:]...)
 	}
 	return n.Inputs()
 }
@@ -371,6 +386,20 @@ func (a *assigner) instr(n *graph.Node, ins []int) Instr {
 		it := lowerNode(p, out, ins)
 		it.Node, it.Owner, it.Site = n.ID(), n.Owner(), n.Site()
 		it.Window.ReluMask = true
+		return it
+	}
+	if pf, ok := a.fused.padded[n.ID()]; ok {
+		it := lowerNode(n, out, ins)
+		it.Window.Geom = pf.fold(it.Window.Geom)
+		return it
+	}
+	if pf, ok := a.fused.cropped[n.ID()]; ok {
+		if ins != nil {
+			out = a.nodeBuf[pf.x.ID()]
+		}
+		it := lowerNode(n, out, ins)
+		it.Shape = pf.x.Shape()
+		it.Window.Geom = pf.fold(it.Window.Geom)
 		return it
 	}
 	if pair, ok := a.fused.sums[n.ID()]; ok {

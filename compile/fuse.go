@@ -29,6 +29,43 @@ type fusion struct {
 	// written by the first's instruction.
 	sums  map[int]channelPair
 	sumOf map[int]*graph.Node
+
+	// padded maps a convolution or filter gradient whose input is a zero
+	// padding (absorbed) to the unpadded input and the padding, which
+	// its window takes instead (FusePadIntoConv); cropped maps an input
+	// gradient whose only reader crops it to the crop, which its
+	// instruction writes with the crop as padding in its window, and
+	// cropOf maps the crop back.
+	padded  map[int]padFold
+	cropped map[int]padFold
+	cropOf  map[int]*graph.Node
+}
+
+// padFold is padding moved into a convolution's window: x is what the
+// window reads (for a crop: the crop, what it writes), and the rows and
+// columns before and after x that are zero.
+type padFold struct {
+	x                        *graph.Node
+	top, left, bottom, right int
+}
+
+// fold returns w with the padding f in its window: over x's rows and
+// columns, the padding before grown by f's, the output unchanged.
+func (f padFold) fold(w Window) Window {
+	w.H -= f.top + f.bottom
+	w.W -= f.left + f.right
+	w.PadTop += f.top
+	w.PadLeft += f.left
+	return w
+}
+
+// foldable reports whether window w, f folded in, pads at most its window
+// less one before and after (what the kernels take).
+func (f padFold) foldable(w Window) bool {
+	v := f.fold(w)
+	kh, kw := graph.EffectiveWindow(v.KH, v.DH), graph.EffectiveWindow(v.KW, v.DW)
+	bottom, right := (v.OH-1)*v.SH+kh-v.H-v.PadTop, (v.OW-1)*v.SW+kw-v.W-v.PadLeft
+	return v.H > 0 && v.W > 0 && v.PadTop < kh && v.PadLeft < kw && bottom >= 0 && bottom < kh && right >= 0 && right < kw
 }
 
 // channelPair is what a first sum of g also computes: the second sum,
@@ -39,7 +76,8 @@ type channelPair struct {
 
 func newFusion() *fusion {
 	return &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{},
-		sums: map[int]channelPair{}, sumOf: map[int]*graph.Node{}}
+		sums: map[int]channelPair{}, sumOf: map[int]*graph.Node{},
+		padded: map[int]padFold{}, cropped: map[int]padFold{}, cropOf: map[int]*graph.Node{}}
 }
 
 // The fused chain is an instruction of its own, made here rather than
@@ -251,7 +289,106 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 	if t.Fuses(FuseChannelSums) {
 		f.channelSums(nodes, live, konst, readers, output, assignOf)
 	}
+	if t.Fuses(FusePadIntoConv) {
+		f.padsIntoConvs(nodes, live, konst, readers, output, assignOf, written)
+	}
 	return f
+}
+
+// padsIntoConvs folds zero padding into convolutions' windows. A padding
+// of the height and width of x [N, H, W, C] whose every reader is a
+// "valid" Conv2D or Conv2DBackpropFilter reading it as its input is
+// absorbed: they read x with the padding in their window. A
+// Conv2DBackpropInput of a "valid" convolution whose only reader is a
+// Slice of its height and width runs writing the slice, the rows and
+// columns cut off as padding in its window: the gradient of the padded
+// input is never written whole. x must not be a variable that the step
+// overwrites (the padding copied it; the window reads it later), and the
+// folded windows must pad less than a window on each side.
+func (f *fusion) padsIntoConvs(nodes []*graph.Node, live []bool, konst map[int]constant, readers []int, output map[int]bool, assignOf map[int]*graph.Node, written map[int]int) {
+	plain := func(n *graph.Node) bool {
+		if !live[n.ID()] || f.absorbed[n.ID()] || f.groups[n.ID()] != nil || assignOf[n.ID()] != nil || output[n.ID()] {
+			return false
+		}
+		_, k := konst[n.ID()]
+		return !k
+	}
+	// spatial returns the padding that takes x [N, H, W, C] to big, with
+	// before the rows and columns before.
+	spatial := func(x, big tensor.Shape, before []int) (padFold, bool) {
+		if x.Rank() != 4 || big.Rank() != 4 || len(before) > 4 || x[0] != big[0] || x[3] != big[3] {
+			return padFold{}, false
+		}
+		at := make([]int, 4)
+		copy(at, before)
+		if at[0] != 0 || at[3] != 0 {
+			return padFold{}, false
+		}
+		pf := padFold{top: at[1], left: at[2], bottom: big[1] - x[1] - at[1], right: big[2] - x[2] - at[2]}
+		return pf, pf.top >= 0 && pf.left >= 0 && pf.bottom >= 0 && pf.right >= 0
+	}
+	valid := func(n *graph.Node) bool {
+		at := n.Attr()
+		return !at.Same && !at.BF16 && (n.DType() == tensor.Float32 || n.DType() == tensor.Float64)
+	}
+	users := map[int][]*graph.Node{}
+	for _, n := range nodes {
+		if !live[n.ID()] {
+			continue
+		}
+		for _, in := range n.Inputs() {
+			if in.Op() == graph.OpUnslice {
+				users[in.ID()] = append(users[in.ID()], n)
+			}
+		}
+	}
+	for _, p := range nodes {
+		if p.Op() != graph.OpUnslice || !plain(p) || len(users[p.ID()]) == 0 {
+			continue
+		}
+		x := p.Inputs()[0]
+		if _, w := written[viewOf(x).ID()]; w || x.DType() != p.DType() {
+			continue
+		}
+		pf, ok := spatial(x.Shape(), p.Shape(), p.Attr().Starts)
+		if !ok {
+			continue
+		}
+		pf.x = x
+		for _, r := range users[p.ID()] {
+			if (r.Op() != graph.OpConv2D && r.Op() != graph.OpConv2DBackpropFilter) || r.Inputs()[0] != p || !valid(r) ||
+				f.absorbed[r.ID()] || r.Inputs()[1] == p || !pf.foldable(NewWindow(p.Shape(), r.Attr())) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		f.absorbed[p.ID()] = true
+		for _, r := range users[p.ID()] {
+			f.padded[r.ID()] = pf
+		}
+	}
+	for _, s := range nodes {
+		if s.Op() != graph.OpSlice || !live[s.ID()] || f.absorbed[s.ID()] || assignOf[s.ID()] != nil {
+			continue // (an output may be the crop: the gradient writes it)
+		}
+		if _, k := konst[s.ID()]; k {
+			continue
+		}
+		dp := s.Inputs()[0]
+		if dp.Op() != graph.OpConv2DBackpropInput || !plain(dp) || readers[dp.ID()] != 1 || !valid(dp) {
+			continue
+		}
+		at := s.Attr()
+		pf, ok := spatial(s.Shape(), dp.Shape(), at.Starts)
+		if !ok || !pf.foldable(NewWindow(dp.Attr().Of, dp.Attr())) {
+			continue
+		}
+		pf.x = s
+		f.cropped[dp.ID()], f.cropOf[s.ID()] = pf, dp
+	}
 }
 
 // channelSums pairs ReduceSum(g) with ReduceSum(Mul(g, x)), both over

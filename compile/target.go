@@ -56,4 +56,9 @@ const (
 	// x once (ReduceGeom.Product): the gradients of a per-channel shift
 	// and scale, as BatchNormalization's backward pass has them.
 	FuseChannelSums
+	// FusePadIntoConv: a zero padding of the spatial axes read only by
+	// "valid" convolutions and their filter gradients becomes padding in
+	// their window (no padded copy), and a crop of an input gradient to
+	// the unpadded input becomes padding in the input gradient's window.
+	FusePadIntoConv
 )

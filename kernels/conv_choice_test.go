@@ -19,6 +19,8 @@ func TestConvAlgos(t *testing.T) {
 		{2, 16, 16, 32, 3, 1, 1, 32}, // filter gradient past the rule's area
 		{3, 7, 9, 16, 3, 1, 1, 16},
 		{2, 9, 7, 16, 3, 2, 1, 32}, // stride 2: input gradient im2col only
+		{2, 8, 8, 16, 3, 2, 1, 32}, // stride 2, padding 1 before and none after (PyTorch's padding=1 folded in)
+		{2, 6, 6, 32, 3, 2, 1, 64},
 		{1, 5, 5, 64, 1, 1, 0, 16}, // 1x1
 		{2, 6, 6, 4, 5, 1, 2, 16},  // few channels, wide window
 		{1, 8, 8, 3, 3, 1, 1, 16},  // a stem: 3 channels

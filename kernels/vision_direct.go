@@ -81,7 +81,12 @@ type directJob struct {
 // first use), not on directRows' stack: the tiles are called through a
 // table of functions, so arrays on the stack whose address they take
 // would escape, a heap allocation per call of every step.
-type directOffs struct{ x, w [maxDirectTaps]int }
+type directOffs struct {
+	x, w [maxDirectTaps]int
+	// rows: which input row (n·H + ih + 1; 0 for none) each of the KH
+	// padded row slots holds
+	rows [maxDirectTaps]int
+}
 
 // directInputGeom returns the geometry of the direct convolution that is
 // Conv2DBackpropInput of g with f filters (convInputDirect), and whether
@@ -139,13 +144,17 @@ func directPart(arg any, p int) {
 // image q/OH) with the direct tiles. With padding at the sides, the
 // window's input rows are first copied between zeros into pad (KH rows of
 // PadLeft + W + PadRight cells), so that every output position reads its
-// whole window row from one place and a row runs as tiles of twelve.
+// whole window row from one place and a row runs as tiles of twelve. Input
+// row ih lives in slot ih mod KH, so the next output row finds the rows it
+// shares with this one staged already: each input row is copied once, not
+// once for every window row that reads it.
 func directRows(dst, x, w, pad []float32, g ConvGeom, f, q0, q1 int, o *directOffs) {
-	xoff, woff := &o.x, &o.w
+	xoff, woff, tag := &o.x, &o.w, &o.rows
 	img := g.H * g.W * g.C
 	staged := len(pad) > 0
 	wp := g.PadLeft + g.W + g.PadRight()
 	clear(pad)
+	clear(tag[:g.KH])
 	for q := q0; q < q1; q++ {
 		n, oh := q/g.OH, q%g.OH
 		xi := x[n*img : (n+1)*img]
@@ -159,10 +168,15 @@ func directRows(dst, x, w, pad []float32, g ConvGeom, f, q0, q1 int, o *directOf
 		base := xi
 		taps := 0
 		for kh := kh0; kh < kh1; kh++ {
-			row := (ih0 + kh) * g.W * g.C
+			ih := ih0 + kh
+			row := ih * g.W * g.C
 			if staged {
-				copy(pad[(kh*wp+g.PadLeft)*g.C:][:g.W*g.C], xi[row:row+g.W*g.C])
-				row = kh * wp * g.C
+				s := ih % g.KH
+				if t := n*g.H + ih + 1; tag[s] != t {
+					copy(pad[(s*wp+g.PadLeft)*g.C:][:g.W*g.C], xi[row:row+g.W*g.C])
+					tag[s] = t
+				}
+				row = s * wp * g.C
 			}
 			for kw := 0; kw < g.KW; kw++ {
 				xoff[taps] = (row + kw*g.C) * 4

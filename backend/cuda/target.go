@@ -63,7 +63,9 @@ func (t *Target) Supports(op graph.Op, dtype, in tensor.DType) bool {
 // is one kernel, and the max pool's gradient takes the relu mask; the
 // paired channel sums (FuseChannelSums) are not written yet, so the two
 // reductions stay apart.
-func (t *Target) Fuses(f compile.Fusion) bool { return f != compile.FuseChannelSums }
+func (t *Target) Fuses(f compile.Fusion) bool {
+	return f != compile.FuseChannelSums && f != compile.FusePadIntoConv
+}
 
 // Lower returns the workspace the instruction's kernels and products need
 // (its rendering's). An instruction the renderer refuses needs none here:
