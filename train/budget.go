@@ -114,14 +114,14 @@ func FitToBudget(cfg Config, d *Data, budget int64, allowPrecision bool) (Config
 		}
 		return cands[i].Peak < cands[j].Peak
 	})
+	where := mem.FormatBytes(budget)
+	if cfg.BudgetSource != "" {
+		where += " (" + cfg.BudgetSource + ")"
+	}
 	if len(cands) == 0 || !cands[0].Fits {
 		least := "none planned"
 		if len(cands) > 0 {
 			least = cands[0].String()
-		}
-		where := mem.FormatBytes(budget)
-		if cfg.BudgetSource != "" {
-			where += " (" + cfg.BudgetSource + ")"
 		}
 		msg := fmt.Sprintf("train: no way to run batch %d fits in %s; the smallest: %s, of which the data held in memory is %s",
 			cfg.Batch, where, least, mem.FormatBytes(ways[0].held))
@@ -130,20 +130,34 @@ func FitToBudget(cfg Config, d *Data, budget int64, allowPrecision bool) (Config
 		}
 		return cfg, cands, errors.New(msg)
 	}
-	// Calibrate: time the best few for real, under the budget.
-	best := 0
+	// Calibrate: time the best few for real, under the budget. A candidate
+	// whose timing the live budget stopped (the process's own memory or a
+	// neighbour's grew past what its plan left) does not fit after all.
+	best, measured, stopped := 0, 0, ""
+	var exhausted *BudgetExhausted
 	for i := 0; i < len(cands) && i < timedCount && cands[i].Fits; i++ {
 		c := cfg
 		c.Accumulate, c.Remat, c.Precision, c.Budget = cands[i].Accumulate, cands[i].Remat, cands[i].Precision, budget
 		c.Callbacks, c.CheckpointDir, c.Resume, c.Backend, c.ownBackend = nil, "", false, cfg.Backend, false
 		secs, err := timeUpdates(c, ways[cands[i].way], timedSteps)
+		if errors.As(err, &exhausted) {
+			stopped = cands[i].String()
+			cands[i].Fits = false
+			continue
+		}
 		if err != nil {
 			return cfg, cands, fmt.Errorf("train: timing %v: %w", cands[i], err)
 		}
 		cands[i].Measured = secs
+		measured++
 		if secs < cands[best].Measured || cands[best].Measured == 0 {
 			best = i
 		}
+	}
+	if measured == 0 {
+		return cfg, cands, fmt.Errorf("train: no way to run batch %d fits in %s once running: timing %s, the memory left to the run fell to %s, below the %s its step needs: give the process at least %s more, or train with a smaller --batch",
+			cfg.Batch, where, stopped, mem.FormatBytes(exhausted.Live), mem.FormatBytes(exhausted.Smallest),
+			mem.FormatBytes(max(exhausted.Smallest-exhausted.Live, 1<<20)))
 	}
 	chosen := cfg
 	chosen.Accumulate, chosen.Remat, chosen.Precision = cands[best].Accumulate, cands[best].Remat, cands[best].Precision

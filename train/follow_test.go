@@ -287,3 +287,38 @@ func TestLiveBudgetAllocatesNothing(t *testing.T) {
 		t.Errorf("following the live budget allocated %d more times over 40 steps, want none", got[1]-got[0])
 	}
 }
+
+// fixedLive is a live budget that never moves.
+type fixedLive int64
+
+func (l fixedLive) Plan() int64 { return int64(l) }
+
+// TestFitToBudgetRefusesWhatStopsWhileTimed: when the live budget stops
+// every timed candidate of FitToBudget (the process's own memory or a
+// neighbour's grew past what the plans left), the run is refused before
+// step 1 with the budget, where it came from and a remedy, not with the
+// stopped timing's error.
+func TestFitToBudgetRefusesWhatStopsWhileTimed(t *testing.T) {
+	data := blobs(11, 256, 16, 4)
+	cfg := train.Config{Model: recoveryModel(), Optimizer: &optim.SGD{}, Schedule: optim.Constant(0.05), Epochs: 1, Batch: 64, Seed: 5,
+		BudgetSource: "a test's limit of 1.00 GiB", Live: fixedLive(1 << 10)}
+	_, _, err := train.FitToBudget(cfg, train.InMemory(data, nil), 1<<30, false)
+	if err == nil {
+		t.Fatal("FitToBudget chose a configuration that the live budget stops")
+	}
+	t.Log(err)
+	for _, want := range []string{"once running", "a test's limit of 1.00 GiB", "fell to 1.00 KiB", "--batch"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	var ex *train.BudgetExhausted
+	if errors.As(err, &ex) {
+		t.Errorf("error %q is the timing's BudgetExhausted, want a refusal", err)
+	}
+	// with room, the same call chooses
+	cfg.Live = fixedLive(1 << 40)
+	if _, _, err := train.FitToBudget(cfg, train.InMemory(data, nil), 1<<30, false); err != nil {
+		t.Fatalf("with room: %v", err)
+	}
+}
