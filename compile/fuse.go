@@ -347,7 +347,7 @@ func (f *fusion) padsIntoConvs(nodes []*graph.Node, live []bool, konst map[int]c
 			continue
 		}
 		x := p.Inputs()[0]
-		if _, w := written[viewOf(x).ID()]; w || x.DType() != p.DType() {
+		if _, w := written[viewOf(x).ID()]; w || f.absorbed[x.ID()] || x.DType() != p.DType() {
 			continue
 		}
 		pf, ok := spatial(x.Shape(), p.Shape(), p.Attr().Starts)
@@ -430,7 +430,7 @@ func (f *fusion) channelSums(nodes []*graph.Node, live []bool, konst map[int]con
 		}
 	}
 	for _, r2 := range nodes {
-		if !channels(r2) {
+		if _, first := f.sums[r2.ID()]; first || !channels(r2) {
 			continue
 		}
 		m := r2.Inputs()[0]
