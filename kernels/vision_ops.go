@@ -132,11 +132,7 @@ func MomentsOn[T Float](p *Pool, dst, x []T, rows, cols int, work []float64) []T
 	p.calls.momentsMu.Unlock()
 	n := float64(rows)
 	for c := 0; c < cols; c++ {
-		var s1, s2 float64
-		for p := 0; p < momentsParts; p++ {
-			s1 += work[(2*p)*cols+c]
-			s2 += work[(2*p+1)*cols+c]
-		}
+		s1, s2 := partSums(work, cols, c)
 		m := s1 / n
 		dst[c] = T(float64(x[c]) + m)
 		dst[cols+c] = T(max(s2/n-m*m, 0))
@@ -187,14 +183,20 @@ func ChannelSumsOn[T Float](p *Pool, sg, sgx, g, x []T, rows, cols int, work []f
 	*j = sumsJob[T]{}
 	p.calls.momentsMu.Unlock()
 	for c := 0; c < cols; c++ {
-		var s1, s2 float64
-		for p := 0; p < momentsParts; p++ {
-			s1 += work[(2*p)*cols+c]
-			s2 += work[(2*p+1)*cols+c]
-		}
+		s1, s2 := partSums(work, cols, c)
 		sg[c], sgx[c] = T(s1), T(s2)
 	}
 	return sg
+}
+
+// partSums adds up column c of the parts' two rows of sums in work (as
+// momentsPart and sumsPart leave them), in part order.
+func partSums(work []float64, cols, c int) (s1, s2 float64) {
+	for p := 0; p < momentsParts; p++ {
+		s1 += work[(2*p)*cols+c]
+		s2 += work[(2*p+1)*cols+c]
+	}
+	return s1, s2
 }
 
 func sumsPart32(arg any, p int) { sumsPart[float32](arg, p) }

@@ -195,6 +195,32 @@ func convTile(rows, nv int) {
 	RET()
 }
 
+// loadSums and storeSums move a block of the column sums, 16 channels
+// of s1 and of s2 as float64, into a1, b1 and a2, b2 and back (storeSums
+// then steps s1 and s2 to the next block).
+func loadSums(s1, s2 reg.Register, a1, b1, a2, b2 reg.VecPhysical) {
+	VMOVUPD(Mem{Base: s1}, a1)
+	VMOVUPD(Mem{Base: s1, Disp: 64}, b1)
+	VMOVUPD(Mem{Base: s2}, a2)
+	VMOVUPD(Mem{Base: s2, Disp: 64}, b2)
+}
+
+func storeSums(s1, s2 reg.Register, a1, b1, a2, b2 reg.VecPhysical) {
+	VMOVUPD(a1, Mem{Base: s1})
+	VMOVUPD(b1, Mem{Base: s1, Disp: 64})
+	VMOVUPD(a2, Mem{Base: s2})
+	VMOVUPD(b2, Mem{Base: s2, Disp: 64})
+	ADDQ(U8(128), s1)
+	ADDQ(U8(128), s2)
+}
+
+// widen converts the 16 float32s of v to float64s in lo and hi.
+func widen(v, lo, hi reg.VecPhysical) {
+	VCVTPS2PD(v.AsY(), lo)
+	VEXTRACTF32X8(U8(1), v, hi.AsY())
+	VCVTPS2PD(hi.AsY(), hi)
+}
+
 func moments() {
 	TEXT("moments512", NOSPLIT, "func(s1, s2 *float64, x, shift *float32, rows, stride, blocks int)")
 	Pragma("noescape")
@@ -208,19 +234,14 @@ func moments() {
 	sh, v, lo, hi := reg.Z0, reg.Z1, reg.Z2, reg.Z3
 	a1, b1, a2, b2 := reg.Z4, reg.Z5, reg.Z6, reg.Z7
 	Label("block")
-	VMOVUPD(Mem{Base: s1}, a1)
-	VMOVUPD(Mem{Base: s1, Disp: 64}, b1)
-	VMOVUPD(Mem{Base: s2}, a2)
-	VMOVUPD(Mem{Base: s2, Disp: 64}, b2)
+	loadSums(s1, s2, a1, b1, a2, b2)
 	VMOVUPS(Mem{Base: shift}, sh)
 	MOVQ(x, p)
 	MOVQ(rows, r)
 	Label("row")
 	VMOVUPS(Mem{Base: p}, v)
 	VSUBPS(sh, v, v) // v = x - shift
-	VCVTPS2PD(v.AsY(), lo)
-	VEXTRACTF32X8(U8(1), v, hi.AsY())
-	VCVTPS2PD(hi.AsY(), hi)
+	widen(v, lo, hi)
 	VADDPD(lo, a1, a1)
 	VADDPD(hi, b1, b1)
 	VFMADD231PD(lo, lo, a2)
@@ -228,12 +249,7 @@ func moments() {
 	ADDQ(stride, p)
 	DECQ(r)
 	JNZ(LabelRef("row"))
-	VMOVUPD(a1, Mem{Base: s1})
-	VMOVUPD(b1, Mem{Base: s1, Disp: 64})
-	VMOVUPD(a2, Mem{Base: s2})
-	VMOVUPD(b2, Mem{Base: s2, Disp: 64})
-	ADDQ(U8(128), s1)
-	ADDQ(U8(128), s2)
+	storeSums(s1, s2, a1, b1, a2, b2)
 	ADDQ(U8(64), x)
 	ADDQ(U8(64), shift)
 	DECQ(blocks)
@@ -255,22 +271,15 @@ func sums() {
 	v, w, glo, ghi, xlo, xhi := reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z8, reg.Z9
 	a1, b1, a2, b2 := reg.Z4, reg.Z5, reg.Z6, reg.Z7
 	Label("block")
-	VMOVUPD(Mem{Base: s1}, a1)
-	VMOVUPD(Mem{Base: s1, Disp: 64}, b1)
-	VMOVUPD(Mem{Base: s2}, a2)
-	VMOVUPD(Mem{Base: s2, Disp: 64}, b2)
+	loadSums(s1, s2, a1, b1, a2, b2)
 	MOVQ(g, gp)
 	MOVQ(x, xp)
 	MOVQ(rows, r)
 	Label("row")
 	VMOVUPS(Mem{Base: gp}, v)
 	VMOVUPS(Mem{Base: xp}, w)
-	VCVTPS2PD(v.AsY(), glo)
-	VEXTRACTF32X8(U8(1), v, ghi.AsY())
-	VCVTPS2PD(ghi.AsY(), ghi)
-	VCVTPS2PD(w.AsY(), xlo)
-	VEXTRACTF32X8(U8(1), w, xhi.AsY())
-	VCVTPS2PD(xhi.AsY(), xhi)
+	widen(v, glo, ghi)
+	widen(w, xlo, xhi)
 	VADDPD(glo, a1, a1)
 	VADDPD(ghi, b1, b1)
 	VFMADD231PD(glo, xlo, a2)
@@ -279,12 +288,7 @@ func sums() {
 	ADDQ(stride, xp)
 	DECQ(r)
 	JNZ(LabelRef("row"))
-	VMOVUPD(a1, Mem{Base: s1})
-	VMOVUPD(b1, Mem{Base: s1, Disp: 64})
-	VMOVUPD(a2, Mem{Base: s2})
-	VMOVUPD(b2, Mem{Base: s2, Disp: 64})
-	ADDQ(U8(128), s1)
-	ADDQ(U8(128), s2)
+	storeSums(s1, s2, a1, b1, a2, b2)
 	ADDQ(U8(64), g)
 	ADDQ(U8(64), x)
 	DECQ(blocks)
