@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/headroom-ml/headroom/kernels"
@@ -32,8 +33,8 @@ func TestConvAlgos(t *testing.T) {
 		x, w, dy := randoms(r, c.n*c.h*c.w*c.c), randoms(r, c.k*c.k*c.c*c.f), randoms(r, c.n*oh*ow*c.f)
 		y64 := naiveConv(widen(x), widen(w), g, c.f)
 		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, c.f)
-		work := make([]float32, g.Im2ColSize(c.n)+len(w))
 		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
+			work := make([]float32, max(g.Im2ColSize(c.n)+len(w), kernels.WinogradWork(kind, g, c.f)))
 			want, a, b, n := y64, x, w, len(dy)
 			switch kind {
 			case kernels.ConvInputGrad:
@@ -42,8 +43,8 @@ func TestConvAlgos(t *testing.T) {
 				want, a, b, n = dw64, x, dy, len(w)
 			}
 			algos := kernels.ConvAlgos(kind, g, c.f)
-			if len(algos) == 0 || algos[len(algos)-1] != kernels.ConvIm2col {
-				t.Fatalf("%+v %v: algorithms %v, want im2col among them", c, kind, algos)
+			if !slices.Contains(algos, kernels.ConvIm2col) || slices.Contains(algos, kernels.ConvWinograd) != (c.k == 3 && c.s == 1) {
+				t.Fatalf("%+v %v: algorithms %v, want im2col among them, and winograd for 3x3 at stride 1", c, kind, algos)
 			}
 			for _, algo := range algos {
 				for threads := 1; threads <= 3; threads++ {
@@ -60,8 +61,8 @@ func TestConvAlgos(t *testing.T) {
 	}
 	// the filter gradient above the rule's area is a real choice
 	g := kernels.ConvGeom{N: 2, H: 16, W: 16, C: 32, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 16, OW: 16}
-	if got := kernels.ConvAlgos(kernels.ConvFilterGrad, g, 32); len(got) != 2 {
-		t.Errorf("filter gradient of %+v: algorithms %v, want direct and im2col", g, got)
+	if got := kernels.ConvAlgos(kernels.ConvFilterGrad, g, 32); !slices.Equal(got, []kernels.ConvAlgo{kernels.ConvDirect, kernels.ConvIm2col, kernels.ConvWinograd}) {
+		t.Errorf("filter gradient of %+v: algorithms %v, want direct, im2col and winograd", g, got)
 	}
 }
 
@@ -97,12 +98,12 @@ func closeTo(got []float32, want []float64, tol float64) error {
 }
 
 func TestParseConvAlgo(t *testing.T) {
-	for _, a := range []kernels.ConvAlgo{kernels.ConvAuto, kernels.ConvDirect, kernels.ConvIm2col} {
+	for _, a := range []kernels.ConvAlgo{kernels.ConvAuto, kernels.ConvDirect, kernels.ConvIm2col, kernels.ConvWinograd} {
 		if got, err := kernels.ParseConvAlgo(a.String()); err != nil || got != a {
 			t.Errorf("ParseConvAlgo(%q) = %v, %v", a, got, err)
 		}
 	}
-	if _, err := kernels.ParseConvAlgo("winograd"); err == nil {
-		t.Error("ParseConvAlgo(winograd): no error")
+	if _, err := kernels.ParseConvAlgo("fft"); err == nil {
+		t.Error("ParseConvAlgo(fft): no error")
 	}
 }

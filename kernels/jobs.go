@@ -30,6 +30,9 @@ import (
 //     SumRows in float32 by blocks of sixteen columns (each column summed
 //     over every row in order, as on one thread).
 //   - jobFunc: the parts of a caller's function (ParallelOn).
+//   - jobWinograd: a convolution product as F(2×2, 3×3) (winograd.go), by
+//     chunks of tiles (the forward product) or two groups of them (the
+//     filter gradient).
 //
 // A region's results do not depend on the thread or slot that computes it,
 // nor on the number of threads: every output element sees the same
@@ -45,6 +48,7 @@ const (
 	jobReluGrad
 	jobSumRows
 	jobFunc
+	jobWinograd
 )
 
 // convRegionBytes is the size aimed at for one region's im2col rows: small
@@ -79,6 +83,8 @@ type poolJob struct {
 	// bfloat16 pairs: A is packed by the tier (from im2col rows), never
 	// from the image in float32 layout (packIm2col, packT)
 	bf16 bool
+
+	wg wgShape // jobWinograd (winograd.go)
 
 	fn   func(arg any, part int) // jobFunc
 	arg  any
@@ -123,6 +129,8 @@ func (j *poolJob) part(ws *gemmWorkspace, r, slot int) {
 	switch j.kind {
 	case jobFunc:
 		j.fn(j.arg, r)
+	case jobWinograd:
+		j.wgPart(ws, r, slot)
 	case jobImages:
 		j.halves[r].run()
 	case jobConv:

@@ -124,6 +124,11 @@ func (j *poolJob) packNeed() packSize {
 		return packNeed(j.tier, j.blk, j.per*g.OH*g.OW, k, j.f)
 	case jobConvFilter: // rows of dfilter [<= K] over chunks of per·OW rows
 		return packNeed(j.tier, j.blk, k, j.f, j.per*g.OW)
+	case jobWinograd: // [tiles, cin]·[cin, cout], or [tiles, cin]ᵀ·[tiles, cout]
+		if j.wg.filterGrad {
+			return packNeed(j.tier, j.blk, j.wg.cin, j.wg.cout, j.per)
+		}
+		return packNeed(j.tier, j.blk, j.per, j.wg.cout, j.wg.cin)
 	}
 	return packSize{}
 }
@@ -186,6 +191,9 @@ func ConvPackFloats(g ConvGeom, f int, bf16 bool) int {
 			return 0
 		}
 		need = max(need, packNeed(tier, blk, p[0], p[1], p[2]).floats())
+	}
+	if !bf16 && WinogradOK(g) {
+		need = max(need, winogradPack(g, f))
 	}
 	return need
 }

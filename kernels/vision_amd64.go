@@ -62,3 +62,21 @@ func sumsSIMD(s1, s2 []float64, g, x []float32, rows, stride, blocks int) bool {
 	sums512(&s1[0], &s2[0], &g[0], &x[0], rows, stride, blocks)
 	return true
 }
+
+// wgSIMD runs wgApply's transform which over 16·blocks channels in
+// assembly and returns true, or returns false without AVX-512 (wgApply
+// has checked the bounds).
+func wgSIMD(which int, out, in []float32, orow, ocol, irow, icol, blocks, tiles, ostep, istep int) bool {
+	if !simdPool {
+		return false
+	}
+	fn := wgBT512
+	switch which {
+	case wgAT:
+		fn = wgAT512
+	case wgA:
+		fn = wgA512
+	}
+	fn(&out[0], &in[0], orow, ocol, irow, icol, blocks, tiles, 4*(ostep-16*blocks), 4*(istep-16*blocks))
+	return true
+}

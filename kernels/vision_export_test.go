@@ -7,3 +7,16 @@ func SetDirectConv(on bool) (restore func()) {
 	directConv = on
 	return func() { directConv = old }
 }
+
+// Winograd runs kind as F(2×2, 3×3) on pool p and reports whether it ran.
+func Winograd(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f int) bool {
+	return winograd(p, kind, dst, a, b, work, g, f)
+}
+
+// SetWinogradRegion sets the bytes aimed at for one chunk of Winograd's
+// tiles and returns a function that restores it.
+func SetWinogradRegion(bytes int) (restore func()) {
+	old := wgRegionBytes
+	wgRegionBytes = bytes
+	return func() { wgRegionBytes = old }
+}

@@ -15,3 +15,7 @@ var filtTiles [2][3]filtTileFunc
 func momentsSIMD(s1, s2 []float64, x, shift []float32, rows, stride, blocks int) bool { return false }
 
 func sumsSIMD(s1, s2 []float64, g, x []float32, rows, stride, blocks int) bool { return false }
+
+func wgSIMD(which int, out, in []float32, orow, ocol, irow, icol, blocks, tiles, ostep, istep int) bool {
+	return false
+}

@@ -127,3 +127,24 @@ func moments512(s1 *float64, s2 *float64, x *float32, shift *float32, rows int, 
 //
 //go:noescape
 func sums512(s1 *float64, s2 *float64, dy *float32, x *float32, rows int, stride int, blocks int)
+
+// wgBT512 sets, for 16·blocks channels of tiles tiles, out = Bᵀ·d·B (4×4 to 4×4):
+// in[a][b] at in + a·irow + b·icol, out[i][j] at out + i·orow + j·ocol (strides in
+// floats); after each tile, in and out move on by inext and onext bytes past its blocks.
+//
+//go:noescape
+func wgBT512(out *float32, in *float32, orow int, ocol int, irow int, icol int, blocks int, tiles int, onext int, inext int)
+
+// wgAT512 sets, for 16·blocks channels of tiles tiles, out = Aᵀ·m·A (4×4 to 2×2):
+// in[a][b] at in + a·irow + b·icol, out[i][j] at out + i·orow + j·ocol (strides in
+// floats); after each tile, in and out move on by inext and onext bytes past its blocks.
+//
+//go:noescape
+func wgAT512(out *float32, in *float32, orow int, ocol int, irow int, icol int, blocks int, tiles int, onext int, inext int)
+
+// wgA512 sets, for 16·blocks channels of tiles tiles, out = A'·w·A'ᵀ (2×2 to 4×4):
+// in[a][b] at in + a·irow + b·icol, out[i][j] at out + i·orow + j·ocol (strides in
+// floats); after each tile, in and out move on by inext and onext bytes past its blocks.
+//
+//go:noescape
+func wgA512(out *float32, in *float32, orow int, ocol int, irow int, icol int, blocks int, tiles int, onext int, inext int)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,20 +36,27 @@ import (
 //     machine of that CPU model. Like cudnn.benchmark in PyTorch, this is
 //     not the default, because a shape measured afresh on a noisy machine
 //     may pick another algorithm and so other last bits.
-//   - "direct" or "im2col": that algorithm wherever it can run (tests force
-//     each candidate so).
+//   - "direct", "im2col" or "winograd": that algorithm wherever it can run
+//     (tests force each candidate so).
+//
+// Winograd's F(2×2, 3×3) (kernels/winograd.go) is a candidate for 3×3
+// stride-1 products; it rounds differently from the others (its error is
+// in docs/KERNELS.md), so the rule never picks it, and it can be left out
+// of the measurement.
 //
 // HEADROOM_KERNELS sets the mode of every backend in the process;
 // HEADROOM_KERNEL_CACHE names the file (default: the user's cache
-// directory, headroom/kernel-choices.tsv).
+// directory, headroom/kernel-choices.tsv); HEADROOM_WINOGRAD=off leaves
+// Winograd out (a measured choice of it in the file is measured again).
 
 // Choices picks convolution algorithms for a backend. Its methods are safe
 // for concurrent use.
 type Choices struct {
-	mode  string           // rule, measure, direct or im2col
-	force kernels.ConvAlgo // direct or im2col
-	file  string           // measure: the choices' file ("": kept in memory only)
-	cpu   string           // the CPU model, the key's first part
+	mode     string           // rule, measure, direct, im2col or winograd
+	force    kernels.ConvAlgo // direct, im2col or winograd
+	winograd bool             // Winograd is a candidate
+	file     string           // measure: the choices' file ("": kept in memory only)
+	cpu      string           // the CPU model, the key's first part
 
 	mu     sync.Mutex
 	loaded bool
@@ -63,18 +71,22 @@ type choice struct {
 	times string // what each candidate took, for the reader: "direct=1.2ms,im2col=2.3ms"
 }
 
-// NewChoices returns the choices of mode ("rule", "measure", "direct" or
-// "im2col") with file the measured choices' file ("" keeps them in memory).
-func NewChoices(mode, file string) (*Choices, error) {
-	c := &Choices{mode: mode, file: file, cpu: cpuModel(), table: map[string]choice{}}
+// NewChoices returns the choices of mode ("rule", "measure", "direct",
+// "im2col" or "winograd") with file the measured choices' file ("" keeps
+// them in memory); without winograd, Winograd is never picked.
+func NewChoices(mode, file string, winograd bool) (*Choices, error) {
+	c := &Choices{mode: mode, file: file, cpu: cpuModel(), table: map[string]choice{}, winograd: winograd}
 	switch mode {
 	case "", "rule":
 		c.mode = "rule"
 	case "measure":
-	case "direct", "im2col":
+	case "direct", "im2col", "winograd":
 		c.force, _ = kernels.ParseConvAlgo(mode)
 	default:
-		return nil, fmt.Errorf("kernel choice %q: want rule, measure, direct or im2col", mode)
+		return nil, fmt.Errorf("kernel choice %q: want rule, measure, direct, im2col or winograd", mode)
+	}
+	if mode == "winograd" && !winograd {
+		return nil, fmt.Errorf("kernel choice winograd with Winograd turned off")
 	}
 	return c, nil
 }
@@ -85,8 +97,8 @@ var (
 	envChoicesErr  error
 )
 
-// ChoicesFromEnv returns the process's choices: HEADROOM_KERNELS's mode
-// and HEADROOM_KERNEL_CACHE's file, made once.
+// ChoicesFromEnv returns the process's choices: HEADROOM_KERNELS's mode,
+// HEADROOM_KERNEL_CACHE's file and HEADROOM_WINOGRAD, made once.
 func ChoicesFromEnv() (*Choices, error) {
 	envChoicesOnce.Do(func() {
 		file := os.Getenv("HEADROOM_KERNEL_CACHE")
@@ -95,7 +107,16 @@ func ChoicesFromEnv() (*Choices, error) {
 				file = filepath.Join(dir, "headroom", "kernel-choices.tsv")
 			}
 		}
-		envChoices, envChoicesErr = NewChoices(os.Getenv("HEADROOM_KERNELS"), file)
+		winograd := true
+		switch w := os.Getenv("HEADROOM_WINOGRAD"); w {
+		case "", "on", "1":
+		case "off", "0":
+			winograd = false
+		default:
+			envChoicesErr = fmt.Errorf("HEADROOM_WINOGRAD=%q: want on or off", w)
+			return
+		}
+		envChoices, envChoicesErr = NewChoices(os.Getenv("HEADROOM_KERNELS"), file, winograd)
 		if envChoicesErr != nil {
 			envChoicesErr = fmt.Errorf("HEADROOM_KERNELS: %w", envChoicesErr)
 		}
@@ -151,6 +172,9 @@ type pending struct {
 func (c *Choices) pick(b *Bound, kind kernels.ConvKind, algo *kernels.ConvAlgo, run func(kernels.ConvAlgo)) *pending {
 	g, f := kernels.ConvGeom(b.Window.Geom), b.Window.F
 	algos := kernels.ConvAlgos(kind, g, f)
+	if c != nil && !c.winograd {
+		algos = slices.DeleteFunc(slices.Clone(algos), func(a kernels.ConvAlgo) bool { return a == kernels.ConvWinograd })
+	}
 	*algo = kernels.ConvAuto
 	switch {
 	case c == nil || c.mode == "rule" || len(algos) < 2:
@@ -167,7 +191,7 @@ func (c *Choices) pick(b *Bound, kind kernels.ConvKind, algo *kernels.ConvAlgo, 
 	c.mu.Lock()
 	got, ok := c.table[key]
 	c.mu.Unlock()
-	if ok {
+	if ok && slices.Contains(algos, got.algo) {
 		*algo = got.algo
 		return nil
 	}
@@ -194,7 +218,7 @@ func (c *Choices) measure(p *compile.Program, todo []*pending) error {
 		c.mu.Lock()
 		got, ok := c.table[t.key] // another program of this run may have timed the shape
 		c.mu.Unlock()
-		if !ok {
+		if !ok || !slices.Contains(t.algos, got.algo) {
 			got = timeAlgos(t)
 			c.mu.Lock()
 			c.table[t.key] = got
@@ -301,7 +325,7 @@ func parseChoices(r io.Reader) (map[string]choice, error) {
 		}
 		a, err := kernels.ParseConvAlgo(f[5])
 		if err != nil || a == kernels.ConvAuto {
-			return nil, fmt.Errorf("line %d: algorithm %q (want direct or im2col)", line, f[5])
+			return nil, fmt.Errorf("line %d: algorithm %q (want direct, im2col or winograd)", line, f[5])
 		}
 		table[strings.Join(f[:5], "\t")] = choice{algo: a, times: f[6]}
 	}

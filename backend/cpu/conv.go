@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
@@ -37,7 +39,7 @@ func convKernel(kind kernels.ConvKind, bf16 convFunc[float32], f64 convFunc[floa
 			}
 			return bindConvChosen(b, kind)
 		}, func(b *Bound) func() error { return bindConv(b, f64) }),
-		lower: func(t *Target, it *compile.Instr) int64 { return convWorkspace(kernels.ConvGeom(it.Window.Geom), it) },
+		lower: func(t *Target, it *compile.Instr) int64 { return convChoiceWorkspace(kind, it) },
 		scratch: func(it *compile.Instr) int {
 			return kernels.ConvPackFloats(kernels.ConvGeom(it.Window.Geom), it.Window.F, it.Window.BF16)
 		},
@@ -111,6 +113,19 @@ func generalConvWorkspace(g kernels.ConvGeom, it *compile.Instr) int64 {
 		images = max(1, min(int64(g.N), ConvWorkspaceLimit/one))
 	}
 	return int64(kernels.ConvGeneralWork(g, it.Window.F, int(images))) * size
+}
+
+// convChoiceWorkspace is the workspace of the convolution product kind of
+// it: convWorkspace, or, in float32 where Winograd can run it, what
+// Winograd needs where that is more, so that every algorithm the choice
+// can pick runs in it.
+func convChoiceWorkspace(kind kernels.ConvKind, it *compile.Instr) int64 {
+	g := kernels.ConvGeom(it.Window.Geom)
+	n := convWorkspace(g, it)
+	if it.DType == tensor.Float32 && !it.Window.BF16 && slices.Contains(kernels.ConvAlgos(kind, g, it.Window.F), kernels.ConvWinograd) {
+		n = max(n, 4*int64(kernels.WinogradWork(kind, g, it.Window.F)))
+	}
+	return n
 }
 
 // convWorkspace is the workspace of a convolution of geometry g: the

@@ -59,7 +59,8 @@ func (p *program) RunTimed(d []time.Duration) error {
 }
 
 // Kernel names the kernel instruction i runs where there is a choice: a
-// float32 convolution's algorithm ("direct", "im2col"); "" elsewhere.
+// float32 convolution's algorithm ("direct", "im2col", "winograd"); ""
+// elsewhere.
 func (p *program) Kernel(i int) string {
 	b := &p.bound[i]
 	if b.algo == nil {

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// Each convolution algorithm the backend can pick, forced in turn and then
-// measured, trains the cnn, the ResNet and the U-Net (every reference model
+// Each convolution algorithm the backend can pick (Winograd's included),
+// forced in turn and then measured, trains the cnn, the ResNet and the U-Net (every reference model
 // with convolutions) with planned == measured and the
 // rule's losses (within float32 rounding through 4 steps of Adam); a
 // measured run writes its choices, and a second run of the same plan reads
@@ -45,7 +45,7 @@ func TestKernelChoices(t *testing.T) {
 			t.Fatalf("%s rule: %s", model, msg)
 		}
 		want, _ := strconv.ParseFloat(base["final_loss"], 64)
-		for _, mode := range []string{"direct", "im2col", "measure", "measure"} {
+		for _, mode := range []string{"direct", "im2col", "winograd", "measure", "measure"} {
 			r, msg := train(model, mode)
 			if r == nil {
 				t.Fatalf("%s %s: %s", model, mode, msg)
@@ -88,8 +88,8 @@ func TestKernelChoices(t *testing.T) {
 	if r, msg := train("cnn", "measure"); r != nil || !strings.Contains(msg, cache) || !strings.Contains(msg, "line ") {
 		t.Errorf("a damaged choices file: got %v, %q; want a refusal naming %s and the line", r, msg, cache)
 	}
-	if r, msg := train("cnn", "winograd"); r != nil || !strings.Contains(msg, "HEADROOM_KERNELS") {
-		t.Errorf("HEADROOM_KERNELS=winograd: got %v, %q; want a refusal naming the variable", r, msg)
+	if r, msg := train("cnn", "fft"); r != nil || !strings.Contains(msg, "HEADROOM_KERNELS") {
+		t.Errorf("HEADROOM_KERNELS=fft: got %v, %q; want a refusal naming the variable", r, msg)
 	}
 }
 
@@ -124,8 +124,13 @@ func checkProfile(t *testing.T, path, run, mode string) {
 		if kernels["im2col"] != convs {
 			t.Errorf("%s: kernels %v, want im2col for all %d convolutions", run, kernels, convs)
 		}
-	case "direct", "rule", "measure":
-		if kernels["direct"]+kernels["im2col"] != convs || (mode == "direct" && kernels["direct"] == 0) {
+	case "direct", "rule", "winograd":
+		if kernels["direct"]+kernels["im2col"]+kernels["winograd"] != convs || kernels[mode] == 0 && mode != "rule" ||
+			mode != "winograd" && kernels["winograd"] > 0 {
+			t.Errorf("%s: kernels %v over %d convolutions", run, kernels, convs)
+		}
+	case "measure":
+		if kernels["direct"]+kernels["im2col"]+kernels["winograd"] != convs {
 			t.Errorf("%s: kernels %v over %d convolutions", run, kernels, convs)
 		}
 	}

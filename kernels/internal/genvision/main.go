@@ -21,6 +21,12 @@
 // sums512 sums, per channel, g and g·x in float64, sixteen channels at a
 // time: the gradients of BatchNormalization's shift and scale in one pass.
 //
+// wgBT512, wgAT512 and wgA512 are Winograd F(2×2, 3×3)'s tile transforms
+// (winograd.go), sixteen channels at a time: Bᵀ·d·B of a 4×4 input tile,
+// Aᵀ·m·A of a 4×4 product tile and A'·w·A'ᵀ of a 2×2 output-gradient tile.
+// Their matrices hold only 0 and ±1, so each is adds and subtracts, in the
+// order winograd.go's Go transform uses (the same bits).
+//
 //	go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
 package main
 
@@ -125,6 +131,9 @@ func main() {
 	}
 	moments()
 	sums()
+	for _, t := range wgTransforms {
+		wgTransform(t.name, t.doc, t.m)
+	}
 	Generate()
 }
 
@@ -295,4 +304,134 @@ func sums() {
 	JNZ(LabelRef("block"))
 	VZEROUPPER()
 	RET()
+}
+
+// wgTransforms are Winograd F(2,3)'s transforms, each applied on both
+// sides of a tile (out = M·in·Mᵀ); winograd.go holds the same matrices.
+var wgTransforms = []struct {
+	name, doc string
+	m         [][]int
+}{
+	{"wgBT512", "Bᵀ·d·B (4×4 to 4×4)", [][]int{{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}},
+	{"wgAT512", "Aᵀ·m·A (4×4 to 2×2)", [][]int{{1, 1, 1, 0}, {0, 1, -1, -1}}},
+	{"wgA512", "A'·w·A'ᵀ (2×2 to 4×4)", [][]int{{1, 0}, {1, 1}, {1, -1}, {0, 1}}},
+}
+
+// wgTransform writes name: out = M·in·Mᵀ for tiles of 16-channel vectors,
+// over blocks blocks of 16 channels, for tiles tiles. in[a][b] lies at
+// in + a·irow + b·icol floats, out[i][j] at out + i·orow + j·ocol; after a
+// tile's blocks, in and out move on by inext and onext bytes (the Go side
+// passes a tile's stride less the blocks' 64·blocks). Each row of M is one
+// sum: its first positive term, then the others in order, added or
+// subtracted.
+func wgTransform(name, doc string, m [][]int) {
+	TEXT(name, NOSPLIT, "func(out, in *float32, orow, ocol, irow, icol, blocks, tiles, onext, inext int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets, for 16·blocks channels of tiles tiles, out = %s:", name, doc),
+		"in[a][b] at in + a·irow + b·icol, out[i][j] at out + i·orow + j·ocol (strides in",
+		"floats); after each tile, in and out move on by inext and onext bytes past its blocks.")
+	r, p := len(m), len(m[0]) // out is r×r, in p×p
+	out, in := Load(Param("out"), reg.RDI), Load(Param("in"), reg.RSI)
+	orow, ocol := Load(Param("orow"), reg.R8), Load(Param("ocol"), reg.R9)
+	irow, icol := Load(Param("irow"), reg.R10), Load(Param("icol"), reg.R11)
+	tiles := Load(Param("tiles"), reg.R12)
+	for _, s := range []reg.Register{orow, ocol, irow, icol} {
+		SHLQ(U8(2), s)
+	}
+	ip, op, tmp, bc := reg.R13, reg.R14, reg.RAX, reg.RBX
+	// column j of a row at base: 0, c, 2c, and 3c = (base + c) + 2c
+	at := func(base, c reg.Register, j int) Mem {
+		switch j {
+		case 0:
+			return Mem{Base: base}
+		case 1:
+			return Mem{Base: base, Index: c, Scale: 1}
+		case 2:
+			return Mem{Base: base, Index: c, Scale: 2}
+		}
+		LEAQ(Mem{Base: base, Index: c, Scale: 1}, tmp)
+		return Mem{Base: tmp, Index: c, Scale: 2}
+	}
+	zs := []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9,
+		reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20,
+		reg.Z21, reg.Z22, reg.Z23, reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}
+	col := zs[0:4]                                             // one column of in
+	t := func(i, b int) reg.VecPhysical { return zs[4+i*p+b] } // (M·in)[i][b]
+	res := zs[28:32]
+	Label("tile")
+	Load(Param("blocks"), bc)
+	Label("block")
+	// the first pass, a column at a time: t[i][b] = Σ_a m[i][a]·in[a][b]
+	for b := 0; b < p; b++ {
+		MOVQ(in, ip)
+		for a := 0; a < p; a++ {
+			VMOVUPS(at(ip, icol, b), col[a])
+			if a < p-1 {
+				ADDQ(irow, ip)
+			}
+		}
+		for i := 0; i < r; i++ {
+			wgCombine(m[i], col, t(i, b), true)
+		}
+	}
+	// the second pass, a row at a time: out[i][j] = Σ_b m[j][b]·t[i][b]
+	MOVQ(out, op)
+	for i := 0; i < r; i++ {
+		row := make([]reg.VecPhysical, p)
+		for b := range row {
+			row[b] = t(i, b)
+		}
+		for j := 0; j < r; j++ {
+			v := wgCombine(m[j], row, res[j%4], false)
+			VMOVUPS(v, at(op, ocol, j))
+		}
+		if i < r-1 {
+			ADDQ(orow, op)
+		}
+	}
+	ADDQ(U8(64), in)
+	ADDQ(U8(64), out)
+	DECQ(bc)
+	JNZ(LabelRef("block"))
+	Load(Param("inext"), tmp)
+	ADDQ(tmp, in)
+	Load(Param("onext"), tmp)
+	ADDQ(tmp, out)
+	DECQ(tiles)
+	JNZ(LabelRef("tile"))
+	VZEROUPPER()
+	RET()
+}
+
+// wgCombine sets dst = Σ_k c[k]·v[k] for c[k] in {0, ±1}: the first
+// positive term, then the others in order. It returns the register that
+// holds the sum: dst, or, for a single term without copy, that term's.
+func wgCombine(c []int, v []reg.VecPhysical, dst reg.VecPhysical, copy bool) reg.VecPhysical {
+	first := -1
+	for k, x := range c {
+		if x > 0 {
+			first = k
+			break
+		}
+	}
+	if first < 0 {
+		panic("wgCombine: a row without a positive term")
+	}
+	acc := v[first]
+	for k, x := range c {
+		if k == first || x == 0 {
+			continue
+		}
+		if x > 0 {
+			VADDPS(v[k], acc, dst)
+		} else {
+			VSUBPS(v[k], acc, dst)
+		}
+		acc = dst
+	}
+	if acc != dst && copy {
+		VMOVAPS(acc, dst)
+		acc = dst
+	}
+	return acc
 }

@@ -1,0 +1,462 @@
+package kernels
+
+// Winograd's minimal filtering for 3×3 stride-1 convolutions (Lavin and
+// Gray, "Fast Algorithms for Convolutional Neural Networks", 2016),
+// F(2×2, 3×3): each 2×2 block of outputs ("tile") is computed from a 4×4
+// block of inputs with 16 products a channel pair instead of 36, 2.25
+// times fewer multiply-adds than the direct sum. With d a 4×4 input tile,
+// g a 3×3 filter and w a 2×2 tile of output gradients:
+//
+//	forward:          y  = Aᵀ·[(G·g·Gᵀ) ⊙ (Bᵀ·d·B)]·A
+//	filter gradient:  dg = Gᵀ·[(A·w·Aᵀ) ⊙ (Bᵀ·d·B)]·G, summed over tiles
+//	input gradient:   the forward product of dy, padded by 2 - pad, with
+//	                  the filter turned 180° and its channels swapped
+//
+// (the filter gradient follows from the forward formula: both are the
+// derivatives of one trilinear form Σ w·y). Over channels the ⊙ becomes
+// 16 matrix products, one per element ξ of the 4×4 transformed tile:
+// M[ξ] = V[ξ]·U[ξ] with V[ξ] [tiles, C] and U[ξ] [C, F] for the forward
+// product, and M[ξ] = V[ξ]ᵀ·W[ξ] for the filter gradient; they run on the
+// packed product's tiles (gemm.go). The transforms of d, w and the
+// products' results hold only 0 and ±1, and run sixteen channels at a
+// time in assembly (wgBT512, wgA512, wgAT512); the filter's transforms
+// (with halves) run once a call in Go.
+//
+// Numerics. The transforms add and subtract up to 16 inputs before the
+// products, so an output carries more rounding than the direct sum's; F(2,3)
+// is the variant with the smallest error (F(4,3)'s transforms hold 4s and
+// 5s and lose about 2 more bits, so it is not used). kernels' tests bound
+// it (TestWinograd); docs/KERNELS.md gives the measured error per layer
+// shape.
+//
+// Work. The workspace holds the transformed filter (the filter gradient:
+// two groups' sums) and, per thread, a slot of a chunk of tiles' V and M
+// (W) and two staging tiles for the edges (WinogradWork). The tiles split
+// into chunks of wgRegionBytes; the forward product's chunks are
+// independent, and the filter gradient's add up in two fixed groups, so
+// the result does not depend on the number of threads.
+
+// The tiles' transforms, by their matrices in wgMats (genvision holds the
+// same): Bᵀ, Aᵀ, and A with its last row negated, which the final
+// transform of the filter gradient (wgGp, G's last row negated) undoes.
+const (
+	wgBT = iota
+	wgAT
+	wgA
+)
+
+var wgMats = [3][][]int{
+	wgBT: {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+	wgAT: {{1, 1, 1, 0}, {0, 1, -1, -1}},
+	wgA:  {{1, 0}, {1, 1}, {1, -1}, {0, 1}},
+}
+
+var (
+	wgG  = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}
+	wgGp = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, -1}}
+)
+
+// wgRegionBytes is the size aimed at for one chunk's V and M: in a core's
+// L2 with the packed panels of its products.
+var wgRegionBytes = 512 << 10
+
+// WinogradOK reports whether F(2×2, 3×3) can run a convolution of geometry
+// g (and its gradients): a plain 3×3 window at stride 1, padded by at most
+// 2 before.
+func WinogradOK(g ConvGeom) bool {
+	return !g.General() && g.KH == 3 && g.KW == 3 && g.SH == 1 && g.SW == 1 &&
+		g.PadTop <= 2 && g.PadLeft <= 2 && g.N > 0 && g.OH > 0 && g.OW > 0 && g.C > 0
+}
+
+// wgShape is one Winograd call's sizes: the forward product of an input of
+// cin channels over geometry g into cout channels (the input gradient is
+// one, over the turned geometry), or the filter gradient.
+type wgShape struct {
+	g          ConvGeom
+	cin, cout  int
+	filterGrad bool
+	th, tw     int // tiles down and across
+}
+
+func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
+	s := wgShape{g: g, cin: g.C, cout: f, filterGrad: kind == ConvFilterGrad}
+	if kind == ConvInputGrad {
+		// dx = the forward product of dy (padded by 2 - pad) with the
+		// filter turned and its channels swapped
+		s.g = ConvGeom{N: g.N, H: g.OH, W: g.OW, C: f, KH: 3, KW: 3, SH: 1, SW: 1,
+			PadTop: 2 - g.PadTop, PadLeft: 2 - g.PadLeft, OH: g.H, OW: g.W}
+		s.cin, s.cout = f, g.C
+	}
+	s.th, s.tw = ceilDiv(s.g.OH, 2), ceilDiv(s.g.OW, 2)
+	return s
+}
+
+func (s wgShape) tiles() int { return s.g.N * s.th * s.tw }
+
+// fixed is the workspace's fixed part: the transformed filter, or the
+// filter gradient's two groups' sums.
+func (s wgShape) fixed() int {
+	if s.filterGrad {
+		return 2 * 16 * s.cin * s.cout
+	}
+	return 16 * s.cin * s.cout
+}
+
+// perTile is a tile's floats in a slot, and stage the slot's staging tiles.
+func (s wgShape) perTile() int { return 16 * (s.cin + s.cout) }
+func (s wgShape) stage() int   { return 16*s.cin + 16*s.cout }
+
+// chunk returns the tiles of a chunk and the slots that work of n floats
+// holds for threads threads.
+func (s wgShape) chunk(n, threads int) (tiles, slots int) {
+	avail := n - s.fixed()
+	tiles = max(1, min(wgRegionBytes/(4*s.perTile()), s.tiles()))
+	if per := (avail/max(threads, 1) - s.stage()) / s.perTile(); per < tiles {
+		tiles = max(1, per) // fewer tiles a chunk, a slot for each thread
+	}
+	if s.filterGrad && s.tiles() >= 2 {
+		tiles = min(tiles, ceilDiv(s.tiles(), 2)) // a chunk for each group at least
+	}
+	return tiles, (avail) / (tiles*s.perTile() + s.stage())
+}
+
+// WinogradWork returns the least workspace, in floats, that Winograd
+// needs for the product kind over g with f filters: the fixed part and one
+// slot of one tile (a larger workspace runs larger chunks, on more
+// threads).
+func WinogradWork(kind ConvKind, g ConvGeom, f int) int {
+	s := newWgShape(kind, g, f)
+	return s.fixed() + s.perTile() + s.stage()
+}
+
+// winogradPack is the most packing scratch Winograd's products need on
+// g with f filters, over its three kinds.
+func winogradPack(g ConvGeom, f int) int {
+	need := 0
+	for _, kind := range []ConvKind{ConvForward, ConvInputGrad, ConvFilterGrad} {
+		s := newWgShape(kind, g, f)
+		m, n, k := s.tiles(), s.cout, s.cin
+		if s.filterGrad {
+			m, n, k = s.cin, s.cout, s.tiles()
+		}
+		tier, blk, ok := gemmSetup(n, false)
+		if !ok {
+			return 0
+		}
+		need = max(need, packNeed(tier, blk, m, n, k).floats())
+	}
+	return need
+}
+
+// winograd runs the float32 product kind on g with f filters as F(2×2,
+// 3×3) on pool p (dst; a, b as for ConvOn), and returns false, doing
+// nothing, where it cannot (WinogradOK, or products run elsewhere).
+func winograd(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f int) bool {
+	if !WinogradOK(g) || f < 1 {
+		return false
+	}
+	s := newWgShape(kind, g, f)
+	tier, blk, ok := gemmSetup(s.cout, false)
+	if !ok || len(work) < WinogradWork(kind, g, f) {
+		return false
+	}
+	x, dy, filter := g.N*g.H*g.W*g.C, g.N*g.OH*g.OW*f, 9*g.C*f
+	want := [3][3]int{ConvForward: {dy, x, filter}, ConvInputGrad: {x, dy, filter}, ConvFilterGrad: {filter, x, dy}}[kind]
+	if len(dst) != want[0] || len(a) != want[1] || len(b) != want[2] {
+		panicf("%v: Winograd's operands hold %d, %d and %d floats, want %d, %d and %d", kind, len(dst), len(a), len(b), want[0], want[1], want[2])
+	}
+	tiles, slots := s.chunk(len(work), p.Threads())
+	fixed := work[:s.fixed()]
+	p.calls.jobMu.Lock()
+	defer p.calls.jobMu.Unlock()
+	j := &p.calls.job
+	*j = poolJob{kind: jobWinograd, maxSlots: slots, work: work[s.fixed():], per: tiles,
+		slot: tiles*s.perTile() + s.stage(), tier: tier, blk: blk, wg: s}
+	switch kind {
+	case ConvFilterGrad:
+		// a: x, b: dy; two groups' sums into fixed
+		j.x, j.filter, j.partial = a, b, fixed
+		groups := min(2, ceilDiv(s.tiles(), tiles))
+		j.groups = groups
+		p.runJob(j, groups)
+		*j = poolJob{}
+		wgFilterOut(dst, fixed, s, groups)
+	default:
+		// a: the input (x or dy), b: the filter; fixed holds U
+		wgFilterIn(fixed, b, g.C, f, kind == ConvInputGrad)
+		j.x, j.filter, j.y = a, fixed, dst
+		p.runJob(j, ceilDiv(s.tiles(), tiles))
+		*j = poolJob{}
+	}
+	return true
+}
+
+// wgPart runs region r of a jobWinograd with the packing buffers ws and
+// scratch slot.
+func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
+	s := j.wg
+	sl := j.work[slot*j.slot : (slot+1)*j.slot]
+	ntAll := s.tiles()
+	if !s.filterGrad {
+		t0, t1 := r*j.per, min((r+1)*j.per, ntAll)
+		nt := t1 - t0
+		v, m := sl[:16*nt*s.cin], sl[16*nt*s.cin:16*nt*(s.cin+s.cout)]
+		stIn, stOut := sl[j.per*s.perTile():][:16*s.cin], sl[j.per*s.perTile()+16*s.cin:][:16*s.cout]
+		s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
+		for xi := 0; xi < 16; xi++ {
+			c := j.call(m[xi*nt*s.cout:(xi+1)*nt*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin],
+				j.filter[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout], nt, s.cout, s.cin, false, false)
+			c.region(ws, 0, nt, 0, s.cout)
+		}
+		s.outputTiles(j.y, m, nt*s.cout, t0, t1, stOut)
+		return
+	}
+	// the filter gradient: group r's chunks, summed in order into its part
+	// of j.partial
+	cf := 16 * s.cin * s.cout
+	dst := j.partial[r*cf : (r+1)*cf]
+	chunks := ceilDiv(ntAll, j.per)
+	c0, c1 := chunks*r/j.groups, chunks*(r+1)/j.groups
+	if c0 == c1 {
+		clear(dst)
+	}
+	stIn, stOut := sl[j.per*s.perTile():][:16*s.cin], sl[j.per*s.perTile()+16*s.cin:][:16*s.cout]
+	for ch := c0; ch < c1; ch++ {
+		t0, t1 := ch*j.per, min((ch+1)*j.per, ntAll)
+		nt := t1 - t0
+		v, w := sl[:16*nt*s.cin], sl[16*nt*s.cin:16*nt*(s.cin+s.cout)]
+		s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
+		s.gradTiles(w, nt*s.cout, j.filter, t0, t1, stOut)
+		for xi := 0; xi < 16; xi++ {
+			// [nt, cin]ᵀ·[nt, cout] -> [cin, cout], accumulated over chunks
+			c := j.call(dst[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin],
+				w[xi*nt*s.cout:(xi+1)*nt*s.cout], s.cin, s.cout, nt, true, false)
+			c.accumulate = ch > c0
+			c.region(ws, 0, s.cin, 0, s.cout)
+		}
+	}
+}
+
+// tile returns tile t's image and its first output row and column.
+func (s wgShape) tile(t int) (n, oh, ow int) {
+	per := s.th * s.tw
+	n, t = t/per, t%per
+	return n, t / s.tw * 2, t % s.tw * 2
+}
+
+// inputTiles writes Bᵀ·d·B of the 4×4 inputs (x, cin channels) of tiles
+// [t0, t1) into v, tile t's element ξ at v[(t-t0)·cin + ξ·vs:]: runs of
+// tiles inside the image in one call, a tile that crosses an edge staged
+// in st.
+func (s wgShape) inputTiles(v []float32, vs int, x []float32, t0, t1 int, st []float32) {
+	g, c := s.g, s.cin
+	for t := t0; t < t1; {
+		n, oh, ow := s.tile(t)
+		h0, w0 := oh-g.PadTop, ow-g.PadLeft
+		img := x[n*g.H*g.W*c : (n+1)*g.H*g.W*c]
+		run := 0
+		if h0 >= 0 && h0+4 <= g.H {
+			for w := w0; t+run < t1 && w >= 0 && w+4 <= g.W && (ow+2*run) < 2*s.tw; w += 2 {
+				run++
+			}
+		}
+		if run > 0 {
+			wgApply(wgBT, v[(t-t0)*c:], img[(h0*g.W+w0)*c:], 4*vs, vs, g.W*c, c, c, run, c, 2*c)
+			t += run
+			continue
+		}
+		clear(st)
+		for a := max(0, -h0); a < 4 && h0+a < g.H; a++ {
+			lo, hi := max(0, -w0), min(4, g.W-w0)
+			if lo < hi {
+				copy(st[(a*4+lo)*c:(a*4+hi)*c], img[((h0+a)*g.W+w0+lo)*c:])
+			}
+		}
+		wgApply(wgBT, v[(t-t0)*c:], st, 4*vs, vs, 4*c, c, c, 1, 0, 0)
+		t++
+	}
+}
+
+// gradTiles writes A'·w·A'ᵀ of the 2×2 output gradients (dy, cout
+// channels; zero past the edge) of tiles [t0, t1) into w, tile t's element
+// ξ at w[(t-t0)·cout + ξ·ws:].
+func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []float32) {
+	g, c := s.g, s.cout
+	for t := t0; t < t1; {
+		n, oh, ow := s.tile(t)
+		base := ((n*g.OH+oh)*g.OW + ow) * c
+		run := 0
+		if oh+2 <= g.OH {
+			for o := ow; t+run < t1 && o+2 <= g.OW; o += 2 {
+				run++
+			}
+		}
+		if run > 0 {
+			wgApply(wgA, w[(t-t0)*c:], dy[base:], 4*ws, ws, g.OW*c, c, c, run, c, 2*c)
+			t += run
+			continue
+		}
+		st := st[:4*c]
+		clear(st)
+		for a := 0; a < 2 && oh+a < g.OH; a++ {
+			copy(st[a*2*c:(a*2+min(2, g.OW-ow))*c], dy[base+a*g.OW*c:])
+		}
+		wgApply(wgA, w[(t-t0)*c:], st, 4*ws, ws, 2*c, c, c, 1, 0, 0)
+		t++
+	}
+}
+
+// outputTiles writes Aᵀ·m·A of the products of tiles [t0, t1) (tile t's
+// element ξ at m[(t-t0)·cout + ξ·ms:]) into their 2×2 outputs of y, staging
+// a tile that crosses the edge in st.
+func (s wgShape) outputTiles(y, m []float32, ms, t0, t1 int, st []float32) {
+	g, c := s.g, s.cout
+	for t := t0; t < t1; {
+		n, oh, ow := s.tile(t)
+		base := ((n*g.OH+oh)*g.OW + ow) * c
+		run := 0
+		if oh+2 <= g.OH {
+			for o := ow; t+run < t1 && o+2 <= g.OW; o += 2 {
+				run++
+			}
+		}
+		if run > 0 {
+			wgApply(wgAT, y[base:], m[(t-t0)*c:], g.OW*c, c, 4*ms, ms, c, run, 2*c, c)
+			t += run
+			continue
+		}
+		st := st[:4*c]
+		wgApply(wgAT, st, m[(t-t0)*c:], 2*c, c, 4*ms, ms, c, 1, 0, 0)
+		for a := 0; a < 2 && oh+a < g.OH; a++ {
+			copy(y[base+a*g.OW*c:base+(a*g.OW+min(2, g.OW-ow))*c], st[a*2*c:])
+		}
+		t++
+	}
+}
+
+// wgApply sets out = M·in·Mᵀ over c channels of tiles tiles, in[a][b] at
+// in[a·irow + b·icol:], out[i][j] at out[i·orow + j·ocol:], tile k's at
+// in[k·istep:] and out[k·ostep:]: sixteen channels at a time in assembly,
+// the rest in Go, with the same operations in the same order.
+func wgApply(which int, out, in []float32, orow, ocol, irow, icol, c, tiles, ostep, istep int) {
+	m := wgMats[which]
+	r, q := len(m), len(m[0])
+	if last := (tiles-1)*ostep + (r-1)*orow + (r-1)*ocol + c; last > len(out) {
+		panicf("winograd: a tile's output past the end (%d > %d)", last, len(out))
+	}
+	if last := (tiles-1)*istep + (q-1)*irow + (q-1)*icol + c; last > len(in) {
+		panicf("winograd: a tile's input past the end (%d > %d)", last, len(in))
+	}
+	done := 0
+	if blocks := c / 16; blocks > 0 && wgSIMD(which, out, in, orow, ocol, irow, icol, blocks, tiles, ostep, istep) {
+		done = 16 * blocks
+	}
+	if done == c {
+		return
+	}
+	var t [4][4]float32
+	var col [4]float32
+	for k := 0; k < tiles; k++ {
+		in, out := in[k*istep:], out[k*ostep:]
+		for ch := done; ch < c; ch++ {
+			for b := 0; b < q; b++ {
+				for a := 0; a < q; a++ {
+					col[a] = in[a*irow+b*icol+ch]
+				}
+				for i := 0; i < r; i++ {
+					t[i][b] = wgCombine(m[i], col[:q])
+				}
+			}
+			for i := 0; i < r; i++ {
+				for jj := 0; jj < r; jj++ {
+					out[i*orow+jj*ocol+ch] = wgCombine(m[jj], t[i][:q])
+				}
+			}
+		}
+	}
+}
+
+// wgCombine returns Σ_k c[k]·v[k] for c[k] in {0, ±1}: the first positive
+// term, then the others in order (as genvision's wgCombine).
+func wgCombine(c []int, v []float32) float32 {
+	first := 0
+	for c[first] <= 0 {
+		first++
+	}
+	acc := v[first]
+	for k, x := range c {
+		switch {
+		case k == first || x == 0:
+		case x > 0:
+			acc += v[k]
+		default:
+			acc -= v[k]
+		}
+	}
+	return acc
+}
+
+// wgFilterIn writes U = G·g·Gᵀ of every channel pair of filter ([3, 3, C,
+// F]) into u ([16][C][F]); turned, it writes the input gradient's U of the
+// filter turned 180° with its channels swapped ([16][F][C]).
+func wgFilterIn(u, filter []float32, c, f int, turned bool) {
+	u = u[:16*c*f]
+	var gg [3][3]float32
+	for ci := 0; ci < c; ci++ {
+		for fi := 0; fi < f; fi++ {
+			for kh := 0; kh < 3; kh++ {
+				for kw := 0; kw < 3; kw++ {
+					if turned {
+						gg[kh][kw] = filter[((2-kh)*3+2-kw)*c*f+ci*f+fi]
+					} else {
+						gg[kh][kw] = filter[(kh*3+kw)*c*f+ci*f+fi]
+					}
+				}
+			}
+			at := ci*f + fi
+			if turned {
+				at = fi*c + ci
+			}
+			// t = G·g (4×3), U = t·Gᵀ (4×4)
+			var t [4][3]float32
+			for i := 0; i < 4; i++ {
+				for b := 0; b < 3; b++ {
+					t[i][b] = wgG[i][0]*gg[0][b] + wgG[i][1]*gg[1][b] + wgG[i][2]*gg[2][b]
+				}
+			}
+			for i := 0; i < 4; i++ {
+				for jj := 0; jj < 4; jj++ {
+					u[(i*4+jj)*c*f+at] = t[i][0]*wgG[jj][0] + t[i][1]*wgG[jj][1] + t[i][2]*wgG[jj][2]
+				}
+			}
+		}
+	}
+}
+
+// wgFilterOut sets dfilter ([3, 3, C, F]) to G'ᵀ·M·G' of the sum of the
+// groups' parts of sums ([16][C][F] each).
+func wgFilterOut(dfilter, sums []float32, s wgShape, groups int) {
+	cf := s.cin * s.cout
+	for i := 0; i < cf; i++ {
+		var m [4][4]float32
+		for xi := 0; xi < 16; xi++ {
+			v := sums[xi*cf+i]
+			for gr := 1; gr < groups; gr++ {
+				v += sums[gr*16*cf+xi*cf+i]
+			}
+			m[xi/4][xi%4] = v
+		}
+		// t = G'ᵀ·m (3×4), dg = t·G' (3×3)
+		var t [3][4]float32
+		for a := 0; a < 3; a++ {
+			for b := 0; b < 4; b++ {
+				t[a][b] = wgGp[0][a]*m[0][b] + wgGp[1][a]*m[1][b] + wgGp[2][a]*m[2][b] + wgGp[3][a]*m[3][b]
+			}
+		}
+		for a := 0; a < 3; a++ {
+			for b := 0; b < 3; b++ {
+				dfilter[(a*3+b)*cf+i] = t[a][0]*wgGp[0][b] + t[a][1]*wgGp[1][b] + t[a][2]*wgGp[2][b] + t[a][3]*wgGp[3][b]
+			}
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/headroom-ml/headroom/kernels"
+)
+
+// wgGeoms are the geometries TestWinograd runs: odd sizes, every padding
+// Winograd takes, channels below, at and past a block of 16, and a tile
+// grid that does not divide the output.
+var wgGeoms = []struct{ n, h, w, c, pad, f int }{
+	{1, 3, 3, 1, 0, 1},   // one output, one channel
+	{2, 5, 7, 3, 1, 5},   // odd sizes, few channels
+	{1, 6, 6, 16, 1, 16}, // one block
+	{2, 9, 5, 17, 1, 20}, // a block and a tail
+	{1, 8, 8, 33, 0, 16}, // valid
+	{1, 7, 6, 16, 2, 32}, // padding 2: outputs past the input
+	{3, 10, 10, 32, 1, 48},
+}
+
+// TestWinograd checks F(2×2, 3×3)'s three products against the float64
+// definition on 1 to 3 threads, with the least workspace and a large one,
+// with and without the assembly transforms, and checks that the threads,
+// the workspace's size and the assembly do not change a bit. It logs
+// Winograd's error and the direct sum's (docs/KERNELS.md's table).
+func TestWinograd(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for _, c := range wgGeoms {
+		oh, ow := c.h+2*c.pad-2, c.w+2*c.pad-2
+		g := kernels.ConvGeom{N: c.n, H: c.h, W: c.w, C: c.c, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: c.pad, PadLeft: c.pad, OH: oh, OW: ow}
+		if !kernels.WinogradOK(g) {
+			t.Fatalf("%+v: WinogradOK false", g)
+		}
+		x, w, dy := randoms(r, c.n*c.h*c.w*c.c), randoms(r, 9*c.c*c.f), randoms(r, c.n*oh*ow*c.f)
+		y64 := naiveConv(widen(x), widen(w), g, c.f)
+		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, c.f)
+		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
+			want, a, b, n := y64, x, w, len(dy)
+			switch kind {
+			case kernels.ConvInputGrad:
+				want, a, b, n = dx64, dy, w, len(x)
+			case kernels.ConvFilterGrad:
+				want, a, b, n = dw64, x, dy, len(w)
+			}
+			least := kernels.WinogradWork(kind, g, c.f)
+			var first []float32
+			for _, size := range []int{least, least + 1<<20} {
+				for _, simd := range []bool{true, false} {
+					for threads := 1; threads <= 3; threads++ {
+						name := fmt.Sprintf("%dx%dx%dx%d/pad%d/f%d/%v/work%d/simd=%v/t%d", c.n, c.h, c.w, c.c, c.pad, c.f, kind, size, simd, threads)
+						old := kernels.SetSIMD(kernels.SIMD{Elementwise: true, Window: simd, ConvertLanes: 16})
+						p := kernels.NewPool(threads)
+						got := make([]float32, n)
+						ran := kernels.Winograd(p, kind, got, a, b, make([]float32, size), g, c.f)
+						p.Close()
+						kernels.SetSIMD(old)
+						if !ran {
+							t.Fatalf("%s: Winograd did not run", name)
+						}
+						if err := closeTo(got, want, 1e-5); err != nil {
+							t.Errorf("%s: %v", name, err)
+						}
+						if first == nil {
+							first = got
+						} else {
+							// the filter gradient's chunks follow the workspace: only
+							// the threads and the assembly keep its bits (first is
+							// reset for each workspace below)
+							if i := mismatch(got, first); i >= 0 {
+								t.Errorf("%s: element %d is %g, %g on the first run", name, i, got[i], first[i])
+							}
+						}
+					}
+				}
+				if kind == kernels.ConvFilterGrad {
+					first = nil
+				}
+			}
+		}
+	}
+	// too little workspace, or a geometry F(2,3) does not take: false
+	g := kernels.ConvGeom{N: 1, H: 4, W: 4, C: 2, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 4, OW: 4}
+	work := make([]float32, kernels.WinogradWork(kernels.ConvForward, g, 2)-1)
+	if kernels.Winograd(kernels.NewPool(1), kernels.ConvForward, make([]float32, 32), make([]float32, 32), make([]float32, 36), work, g, 2) {
+		t.Error("Winograd ran with too little workspace")
+	}
+	for _, bad := range []kernels.ConvGeom{
+		{N: 1, H: 4, W: 4, C: 2, KH: 3, KW: 3, SH: 2, SW: 2, OH: 1, OW: 1},
+		{N: 1, H: 4, W: 4, C: 2, KH: 5, KW: 5, SH: 1, SW: 1, PadTop: 2, PadLeft: 2, OH: 4, OW: 4},
+		{N: 1, H: 4, W: 4, C: 2, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 3, PadLeft: 0, OH: 8, OW: 2},
+	} {
+		if kernels.WinogradOK(bad) || slices.Contains(kernels.ConvAlgos(kernels.ConvForward, bad, 2), kernels.ConvWinograd) {
+			t.Errorf("%+v: Winograd offered", bad)
+		}
+	}
+}
+
+func mismatch(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestWinogradError measures F(2×2, 3×3)'s error and the direct sum's
+// against the float64 definition on the ResNet-20's 3×3 stride-1 layer
+// shapes (inputs uniform in [-1, 1], the batch cut to 4) and logs them for
+// docs/KERNELS.md. Winograd's largest error must stay within the kernel
+// suite's float32 tolerance (1e-5 of the output's scale) and within 8
+// times the direct sum's.
+func TestWinogradError(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for _, c := range []struct{ hw, c int }{{32, 16}, {16, 32}, {8, 64}} {
+		g := kernels.ConvGeom{N: 4, H: c.hw, W: c.hw, C: c.c, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: c.hw, OW: c.hw}
+		f := c.c
+		x, w, dy := randoms(r, 4*c.hw*c.hw*c.c), randoms(r, 9*c.c*f), randoms(r, 4*c.hw*c.hw*f)
+		y64 := naiveConv(widen(x), widen(w), g, f)
+		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, f)
+		p := kernels.NewPool(2)
+		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
+			want, a, b, n := y64, x, w, len(dy)
+			switch kind {
+			case kernels.ConvInputGrad:
+				want, a, b, n = dx64, dy, w, len(x)
+			case kernels.ConvFilterGrad:
+				want, a, b, n = dw64, x, dy, len(w)
+			}
+			work := make([]float32, max(g.Im2ColSize(4), kernels.WinogradWork(kind, g, f)))
+			var errs [2][2]float64 // [winograd, direct][max, rms]
+			for i, algo := range []kernels.ConvAlgo{kernels.ConvWinograd, kernels.ConvDirect} {
+				got := kernels.ConvOn(p, kind, algo, make([]float32, n), a, b, work, g, f)
+				errs[i][0], errs[i][1] = relErrors(got, want)
+			}
+			t.Logf("%dx%dx%d, %d filters, %v: winograd max %.2e rms %.2e; direct max %.2e rms %.2e",
+				c.hw, c.hw, c.c, f, kind, errs[0][0], errs[0][1], errs[1][0], errs[1][1])
+			if errs[0][0] > 1e-5 || errs[0][0] > 8*errs[1][0] {
+				t.Errorf("%dx%dx%d %v: Winograd's largest error %.2e, want within 1e-5 and 8x the direct sum's %.2e", c.hw, c.hw, c.c, kind, errs[0][0], errs[1][0])
+			}
+		}
+		p.Close()
+	}
+}
+
+// relErrors returns the largest and the root-mean-square difference of
+// got from want, relative to want's largest magnitude.
+func relErrors(got []float32, want []float64) (maxErr, rms float64) {
+	scale := 1e-30
+	for _, w := range want {
+		scale = max(scale, math.Abs(w))
+	}
+	sum := 0.0
+	for i, w := range want {
+		d := math.Abs(float64(got[i])-w) / scale
+		maxErr, sum = max(maxErr, d), sum+d*d
+	}
+	return maxErr, math.Sqrt(sum / float64(len(want)))
+}
+
+// BenchmarkConvAlgos times each algorithm of the ResNet-20's 3×3 stride-1
+// products at batch 128 on 2 threads.
+func BenchmarkConvAlgos(b *testing.B) {
+	r := rand.New(rand.NewSource(1))
+	for _, c := range []struct{ hw, c int }{{32, 16}, {16, 32}, {8, 64}} {
+		g := kernels.ConvGeom{N: 128, H: c.hw, W: c.hw, C: c.c, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: c.hw, OW: c.hw}
+		f := c.c
+		x, w, dy := randoms(r, 128*c.hw*c.hw*c.c), randoms(r, 9*c.c*f), randoms(r, 128*c.hw*c.hw*f)
+		p := kernels.NewPool(2)
+		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
+			a, bb, n := x, w, len(dy)
+			switch kind {
+			case kernels.ConvInputGrad:
+				a, bb, n = dy, w, len(x)
+			case kernels.ConvFilterGrad:
+				a, bb, n = x, dy, len(w)
+			}
+			per := min(128, max(1, (8<<20)/(4*g.Im2ColSize(1))))
+			work := make([]float32, max(g.Im2ColSize(per), kernels.WinogradWork(kind, g, f)))
+			dst := make([]float32, n)
+			for _, algo := range kernels.ConvAlgos(kind, g, f) {
+				b.Run(fmt.Sprintf("%dx%dx%d/%v/%v", c.hw, c.hw, c.c, kind, algo), func(b *testing.B) {
+					for i := 0; i < b.N; i++ {
+						kernels.ConvOn(p, kind, algo, dst, a, bb, work, g, f)
+					}
+					flops := 2 * 9 * float64(128*c.hw*c.hw*c.c*f)
+					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+		p.Close()
+	}
+}
