@@ -3,8 +3,8 @@ package cpu
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/compile"
