@@ -26,7 +26,7 @@ package kernels
 // products, so an output carries more rounding than the direct sum's; F(2,3)
 // is the variant with the smallest error (F(4,3)'s transforms hold 4s and
 // 5s and lose about 2 more bits, so it is not used). kernels' tests bound
-// it (TestWinograd); docs/KERNELS.md gives the measured error per layer
+// it (TestWinograd); docs/kernels.md gives the measured error per layer
 // shape.
 //
 // Work. The workspace holds the transformed filter (the filter gradient:
@@ -265,12 +265,17 @@ func (s wgShape) inputTiles(v []float32, vs int, x []float32, t0, t1 int, st []f
 			t += run
 			continue
 		}
-		clear(st)
-		for a := max(0, -h0); a < 4 && h0+a < g.H; a++ {
-			lo, hi := max(0, -w0), min(4, g.W-w0)
-			if lo < hi {
-				copy(st[(a*4+lo)*c:(a*4+hi)*c], img[((h0+a)*g.W+w0+lo)*c:])
+		// the tile's rows and columns inside the image, zeros around them
+		lo, hi := max(0, -w0), max(0, min(4, g.W-w0))
+		for a := 0; a < 4; a++ {
+			row := st[a*4*c : (a+1)*4*c]
+			if h0+a < 0 || h0+a >= g.H || lo >= hi {
+				clear(row)
+				continue
 			}
+			clear(row[:lo*c])
+			copy(row[lo*c:hi*c], img[((h0+a)*g.W+w0+lo)*c:])
+			clear(row[hi*c:])
 		}
 		wgApply(wgBT, v[(t-t0)*c:], st, 4*vs, vs, 4*c, c, c, 1, 0, 0)
 		t++

@@ -27,7 +27,7 @@ var wgGeoms = []struct{ n, h, w, c, pad, f int }{
 // definition on 1 to 3 threads, with the least workspace and a large one,
 // with and without the assembly transforms, and checks that the threads,
 // the workspace's size and the assembly do not change a bit. It logs
-// Winograd's error and the direct sum's (docs/KERNELS.md's table).
+// Winograd's error and the direct sum's (docs/kernels.md's table).
 func TestWinograd(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	for _, c := range wgGeoms {
@@ -112,7 +112,7 @@ func mismatch(a, b []float32) int {
 // TestWinogradError measures F(2×2, 3×3)'s error and the direct sum's
 // against the float64 definition on the ResNet-20's 3×3 stride-1 layer
 // shapes (inputs uniform in [-1, 1], the batch cut to 4) and logs them for
-// docs/KERNELS.md. Winograd's largest error must stay within the kernel
+// docs/kernels.md. Winograd's largest error must stay within the kernel
 // suite's float32 tolerance (1e-5 of the output's scale) and within 8
 // times the direct sum's.
 func TestWinogradError(t *testing.T) {

@@ -41,7 +41,7 @@ import (
 //
 // Winograd's F(2×2, 3×3) (kernels/winograd.go) is a candidate for 3×3
 // stride-1 products; it rounds differently from the others (its error is
-// in docs/KERNELS.md), so the rule never picks it, and it can be left out
+// in docs/kernels.md), so the rule never picks it, and it can be left out
 // of the measurement.
 //
 // HEADROOM_KERNELS sets the mode of every backend in the process;
