@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/kernels/kerneltest"
 )
 
 // wgGeoms are the geometries TestWinograd runs: odd sizes, every padding
@@ -194,5 +195,46 @@ func BenchmarkConvAlgos(b *testing.B) {
 			}
 		}
 		p.Close()
+	}
+}
+
+// TestWinogradSuite runs the kernel suite's convolution cases on Winograd:
+// each case it takes (3×3 at stride 1) runs F(2×2, 3×3), in the suite's
+// workspace where that holds what Winograd needs, else in the test's own;
+// the others run the rule. It runs on pools of 1 and 3 threads, with the
+// assembly transforms on and off.
+func TestWinogradSuite(t *testing.T) {
+	defer kernels.WithoutExternalSgemm()()
+	top := kernels.MaxSIMD()
+	windows := []bool{false}
+	if top.Window {
+		windows = append(windows, true)
+	}
+	for _, window := range windows {
+		forEachPool(t, fmt.Sprintf("window=%v", window), func(t *testing.T, p *kernels.Pool) {
+			defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{Elementwise: top.Elementwise, Window: window, ConvertLanes: top.ConvertLanes}))
+			own := make([]float32, 1<<22)
+			ran := 0
+			conv := func(kind kernels.ConvKind) kerneltest.ConvFunc {
+				return func(out, a, b, work []float32, g kernels.ConvGeom, f int) []float32 {
+					if !kernels.WinogradOK(g) || f < 1 {
+						return kernels.ConvOn(p, kind, kernels.ConvAuto, out, a, b, work, g, f)
+					}
+					if need := kernels.WinogradWork(kind, g, f); len(work) < need {
+						work = own[:need]
+					}
+					if !kernels.Winograd(p, kind, out, a, b, work, g, f) {
+						t.Errorf("%v %+v: Winograd did not run", kind, g)
+					}
+					ran++
+					return out
+				}
+			}
+			kerneltest.Run(t, kerneltest.Impl{Name: "winograd", Threads: p.Threads(),
+				Conv2D: conv(kernels.ConvForward), Conv2DBackpropInput: conv(kernels.ConvInputGrad), Conv2DBackpropFilter: conv(kernels.ConvFilterGrad)})
+			if ran == 0 {
+				t.Error("no case of the suite ran Winograd")
+			}
+		})
 	}
 }
