@@ -84,7 +84,8 @@ type poolJob struct {
 	// from the image in float32 layout (packIm2col, packT)
 	bf16 bool
 
-	wg wgShape // jobWinograd (winograd.go)
+	wg      wgShape // jobWinograd (winograd.go)
+	wgPhase int
 
 	fn   func(arg any, part int) // jobFunc
 	arg  any

@@ -20,3 +20,11 @@ func SetWinogradRegion(bytes int) (restore func()) {
 	wgRegionBytes = bytes
 	return func() { wgRegionBytes = old }
 }
+
+// SetWinogradTiles lets Winograd's products run on the register tiles (or
+// not: the packed products) and returns a function that restores it.
+func SetWinogradTiles(on bool) (restore func()) {
+	old := wgTiles
+	wgTiles = on
+	return func() { wgTiles = old }
+}

@@ -75,11 +75,13 @@ type wgShape struct {
 	g          ConvGeom
 	cin, cout  int
 	filterGrad bool
-	th, tw     int // tiles down and across
+	turned     bool // the input gradient: the forward product over the turned geometry
+	th, tw     int  // tiles down and across
+	regs       bool // the products run on the direct convolution's register tiles (wgProduct)
 }
 
 func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
-	s := wgShape{g: g, cin: g.C, cout: f, filterGrad: kind == ConvFilterGrad}
+	s := wgShape{g: g, cin: g.C, cout: f, filterGrad: kind == ConvFilterGrad, turned: kind == ConvInputGrad}
 	if kind == ConvInputGrad {
 		// dx = the forward product of dy (padded by 2 - pad) with the
 		// filter turned and its channels swapped
@@ -88,7 +90,69 @@ func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
 		s.cin, s.cout = f, g.C
 	}
 	s.th, s.tw = ceilDiv(s.g.OH, 2), ceilDiv(s.g.OW, 2)
+	if s.filterGrad {
+		s.regs = wgTiles && filtTiles[0][0] != nil && s.cout%16 == 0 && s.cin%4 == 0
+	} else {
+		s.regs = wgTiles && directTiles[0][0] != nil && s.cout%16 == 0
+	}
 	return s
+}
+
+// wgTiles lets the products run on the register tiles where they apply;
+// tests turn it off to check the packed products.
+var wgTiles = true
+
+// wgZeroOffs is the one tap offset (0) the register tiles take for
+// Winograd's products: a table the tiles only read.
+var wgZeroOffs = [1]int{0}
+
+// wgProduct sets m ([rows, cout]) = v ([rows, cin])·u ([cin, cout]) with
+// the direct convolution's register tiles as a convolution of one tap
+// (cout a multiple of 16): no packing, each element summed over the
+// channels in order.
+func wgProduct(m, v, u []float32, rows, cin, cout int) {
+	if len(m) < rows*cout || len(v) < rows*cin || len(u) < cin*cout {
+		panicf("winograd: a product's operands are too short")
+	}
+	for r0 := 0; r0 < rows; {
+		ri := 0
+		for directTileRows[ri] > rows-r0 {
+			ri++
+		}
+		for f0 := 0; f0 < cout; {
+			nv := 1
+			if cout-f0 >= 32 {
+				nv = 2
+			}
+			directTiles[nv-1][ri](&m[r0*cout+f0], &v[r0*cin], &u[f0], &wgZeroOffs[0], &wgZeroOffs[0], 1, cin, cin, cout, cout)
+			f0 += 16 * nv
+		}
+		r0 += directTileRows[ri]
+	}
+}
+
+// wgFilterProduct sets (acc: adds to) d ([cin, cout]) = v ([rows, cin])ᵀ·w
+// ([rows, cout]) with the filter gradient's register tiles (cin a multiple
+// of 4, cout of 16), each element summed over the rows in order.
+func wgFilterProduct(d, v, w []float32, rows, cin, cout int, acc bool) {
+	if len(d) < cin*cout || len(v) < rows*cin || len(w) < rows*cout || rows < 1 {
+		panicf("winograd: a filter product's operands are too short")
+	}
+	for f0 := 0; f0 < cout; {
+		nv := 1
+		if cout-f0 >= 32 {
+			nv = 2
+		}
+		for c0 := 0; c0 < cin; {
+			ci := 0
+			for filtChannels[nv-1][ci] > cin-c0 {
+				ci++
+			}
+			filtTiles[nv-1][ci](&d[c0*cout+f0], &v[c0], &w[f0], 1, rows, 4*cin, 0, 4*cout, 0, cout, acc)
+			c0 += filtChannels[nv-1][ci]
+		}
+		f0 += 16 * nv
+	}
 }
 
 func (s wgShape) tiles() int { return s.g.N * s.th * s.tw }
@@ -172,29 +236,55 @@ func winograd(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f i
 	j := &p.calls.job
 	*j = poolJob{kind: jobWinograd, maxSlots: slots, work: work[s.fixed():], per: tiles,
 		slot: tiles*s.perTile() + s.stage(), tier: tier, blk: blk, wg: s}
+	// the filter's transforms split over the pool's threads by channels
+	j.regions = max(1, min(p.Threads(), g.C))
 	switch kind {
 	case ConvFilterGrad:
-		// a: x, b: dy; two groups' sums into fixed
-		j.x, j.filter, j.partial = a, b, fixed
-		groups := min(2, ceilDiv(s.tiles(), tiles))
-		j.groups = groups
-		p.runJob(j, groups)
-		*j = poolJob{}
-		wgFilterOut(dst, fixed, s, groups)
+		// a: x, b: dy; two groups' sums into fixed, then dst from them
+		j.x, j.filter, j.partial, j.y = a, b, fixed, dst
+		j.groups = min(2, ceilDiv(s.tiles(), tiles))
+		p.runJob(j, j.groups)
+		j.wgPhase = wgFilterPhase
+		p.runJob(j, j.regions)
 	default:
-		// a: the input (x or dy), b: the filter; fixed holds U
-		wgFilterIn(fixed, b, g.C, f, kind == ConvInputGrad)
-		j.x, j.filter, j.y = a, fixed, dst
+		// a: the input (x or dy), b: the filter; U into fixed first
+		j.x, j.filter, j.y, j.partial = a, fixed, dst, b
+		j.wgPhase = wgFilterPhase
+		p.runJob(j, j.regions)
+		j.wgPhase = wgTilesPhase
 		p.runJob(j, ceilDiv(s.tiles(), tiles))
-		*j = poolJob{}
 	}
+	*j = poolJob{}
 	return true
 }
+
+// A jobWinograd's phases: the tiles, then (the filter gradient) the
+// filter's transforms; or the filter's transforms, then the tiles.
+const (
+	wgTilesPhase = iota
+	wgFilterPhase
+)
 
 // wgPart runs region r of a jobWinograd with the packing buffers ws and
 // scratch slot.
 func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 	s := j.wg
+	if j.wgPhase == wgFilterPhase {
+		parts := j.regions
+		if s.filterGrad {
+			cf := s.cin * s.cout
+			wgFilterOut(j.y, j.partial, s, j.groups, cf*r/parts, cf*(r+1)/parts)
+			return
+		}
+		// the input gradient's shape swaps the channels: the filter's own
+		// are [3, 3, cout, cin]
+		c, f := s.cin, s.cout
+		if s.turned {
+			c, f = f, c
+		}
+		wgFilterIn(j.filter, j.partial, c, f, s.turned, c*r/parts, c*(r+1)/parts)
+		return
+	}
 	sl := j.work[slot*j.slot : (slot+1)*j.slot]
 	ntAll := s.tiles()
 	if !s.filterGrad {
@@ -204,8 +294,12 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 		stIn, stOut := sl[j.per*s.perTile():][:16*s.cin], sl[j.per*s.perTile()+16*s.cin:][:16*s.cout]
 		s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
 		for xi := 0; xi < 16; xi++ {
-			c := j.call(m[xi*nt*s.cout:(xi+1)*nt*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin],
-				j.filter[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout], nt, s.cout, s.cin, false, false)
+			mx, vx, ux := m[xi*nt*s.cout:(xi+1)*nt*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin], j.filter[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout]
+			if s.regs {
+				wgProduct(mx, vx, ux, nt, s.cin, s.cout)
+				continue
+			}
+			c := j.call(mx, vx, ux, nt, s.cout, s.cin, false, false)
 			c.region(ws, 0, nt, 0, s.cout)
 		}
 		s.outputTiles(j.y, m, nt*s.cout, t0, t1, stOut)
@@ -229,8 +323,12 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 		s.gradTiles(w, nt*s.cout, j.filter, t0, t1, stOut)
 		for xi := 0; xi < 16; xi++ {
 			// [nt, cin]ᵀ·[nt, cout] -> [cin, cout], accumulated over chunks
-			c := j.call(dst[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin],
-				w[xi*nt*s.cout:(xi+1)*nt*s.cout], s.cin, s.cout, nt, true, false)
+			dx, vx, wx := dst[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin], w[xi*nt*s.cout:(xi+1)*nt*s.cout]
+			if s.regs {
+				wgFilterProduct(dx, vx, wx, nt, s.cin, s.cout, ch > c0)
+				continue
+			}
+			c := j.call(dx, vx, wx, s.cin, s.cout, nt, true, false)
 			c.accumulate = ch > c0
 			c.region(ws, 0, s.cin, 0, s.cout)
 		}
@@ -401,48 +499,47 @@ func wgCombine(c []int, v []float32) float32 {
 	return acc
 }
 
-// wgFilterIn writes U = G·g·Gᵀ of every channel pair of filter ([3, 3, C,
-// F]) into u ([16][C][F]); turned, it writes the input gradient's U of the
-// filter turned 180° with its channels swapped ([16][F][C]).
-func wgFilterIn(u, filter []float32, c, f int, turned bool) {
-	u = u[:16*c*f]
-	var gg [3][3]float32
-	for ci := 0; ci < c; ci++ {
+// wgFilterIn writes U = G·g·Gᵀ of the channel pairs of input channels
+// [c0, c1) of filter ([3, 3, C, F]) into u ([16][C][F]); turned, it writes
+// the input gradient's U of the filter turned 180° with its channels
+// swapped ([16][F][C]).
+func wgFilterIn(u, filter []float32, c, f int, turned bool, c0, c1 int) {
+	cf := c * f
+	u, filter = u[:16*cf], filter[:9*cf]
+	for ci := c0; ci < c1; ci++ {
 		for fi := 0; fi < f; fi++ {
-			for kh := 0; kh < 3; kh++ {
-				for kw := 0; kw < 3; kw++ {
-					if turned {
-						gg[kh][kw] = filter[((2-kh)*3+2-kw)*c*f+ci*f+fi]
-					} else {
-						gg[kh][kw] = filter[(kh*3+kw)*c*f+ci*f+fi]
-					}
-				}
+			src, at := ci*f+fi, ci*f+fi
+			var g [9]float32
+			for k := range g {
+				g[k] = filter[k*cf+src]
 			}
-			at := ci*f + fi
 			if turned {
+				for k := 0; k < 4; k++ {
+					g[k], g[8-k] = g[8-k], g[k]
+				}
 				at = fi*c + ci
 			}
-			// t = G·g (4×3), U = t·Gᵀ (4×4)
+			// t = G·g (4×3), then U = t·Gᵀ (4×4); G's rows are (1, 0, 0),
+			// ½(1, 1, 1), ½(1, -1, 1) and (0, 0, 1)
 			var t [4][3]float32
-			for i := 0; i < 4; i++ {
-				for b := 0; b < 3; b++ {
-					t[i][b] = wgG[i][0]*gg[0][b] + wgG[i][1]*gg[1][b] + wgG[i][2]*gg[2][b]
-				}
+			for b := 0; b < 3; b++ {
+				g0, g1, g2 := g[b], g[3+b], g[6+b]
+				t[0][b], t[1][b], t[2][b], t[3][b] = g0, 0.5*(g0+g1+g2), 0.5*(g0-g1+g2), g2
 			}
 			for i := 0; i < 4; i++ {
-				for jj := 0; jj < 4; jj++ {
-					u[(i*4+jj)*c*f+at] = t[i][0]*wgG[jj][0] + t[i][1]*wgG[jj][1] + t[i][2]*wgG[jj][2]
-				}
+				a0, a1, a2 := t[i][0], t[i][1], t[i][2]
+				o := u[4*i*cf+at:]
+				o[0], o[cf], o[2*cf], o[3*cf] = a0, 0.5*(a0+a1+a2), 0.5*(a0-a1+a2), a2
 			}
 		}
 	}
 }
 
-// wgFilterOut sets dfilter ([3, 3, C, F]) to G'ᵀ·M·G' of the sum of the
-// groups' parts of sums ([16][C][F] each).
-func wgFilterOut(dfilter, sums []float32, s wgShape, groups int) {
+// wgFilterOut sets channel pairs [i0, i1) of dfilter ([3, 3, C, F]) to
+// G'ᵀ·M·G' of the sum of the groups' parts of sums ([16][C][F] each).
+func wgFilterOut(dfilter, sums []float32, s wgShape, groups, i0, i1 int) {
 	cf := s.cin * s.cout
-	for i := 0; i < cf; i++ {
+	for i := i0; i < i1; i++ {
 		var m [4][4]float32
 		for xi := 0; xi < 16; xi++ {
 			v := sums[xi*cf+i]

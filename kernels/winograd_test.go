@@ -26,8 +26,10 @@ var wgGeoms = []struct{ n, h, w, c, pad, f int }{
 
 // TestWinograd checks F(2×2, 3×3)'s three products against the float64
 // definition on 1 to 3 threads, with the least workspace and a large one,
-// with and without the assembly transforms, and checks that the threads,
-// the workspace's size and the assembly do not change a bit. It logs
+// with and without the assembly transforms, with the products on the
+// register tiles (where they apply) and on the packed GEMM, and checks
+// that the threads, the workspace's size and the assembly do not change a
+// bit. It logs
 // Winograd's error and the direct sum's (docs/kernels.md's table).
 func TestWinograd(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
@@ -49,38 +51,42 @@ func TestWinograd(t *testing.T) {
 				want, a, b, n = dw64, x, dy, len(w)
 			}
 			least := kernels.WinogradWork(kind, g, c.f)
-			var first []float32
-			for _, size := range []int{least, least + 1<<20} {
-				for _, simd := range []bool{true, false} {
-					for threads := 1; threads <= 3; threads++ {
-						name := fmt.Sprintf("%dx%dx%dx%d/pad%d/f%d/%v/work%d/simd=%v/t%d", c.n, c.h, c.w, c.c, c.pad, c.f, kind, size, simd, threads)
-						old := kernels.SetSIMD(kernels.SIMD{Elementwise: true, Window: simd, ConvertLanes: 16})
-						p := kernels.NewPool(threads)
-						got := make([]float32, n)
-						ran := kernels.Winograd(p, kind, got, a, b, make([]float32, size), g, c.f)
-						p.Close()
-						kernels.SetSIMD(old)
-						if !ran {
-							t.Fatalf("%s: Winograd did not run", name)
-						}
-						if err := closeTo(got, want, 1e-5); err != nil {
-							t.Errorf("%s: %v", name, err)
-						}
-						if first == nil {
-							first = got
-						} else {
-							// the filter gradient's chunks follow the workspace: only
-							// the threads and the assembly keep its bits (first is
-							// reset for each workspace below)
-							if i := mismatch(got, first); i >= 0 {
-								t.Errorf("%s: element %d is %g, %g on the first run", name, i, got[i], first[i])
+			for _, regs := range []bool{true, false} {
+				restore := kernels.SetWinogradTiles(regs)
+				var first []float32
+				for _, size := range []int{least, least + 1<<20} {
+					for _, simd := range []bool{true, false} {
+						for threads := 1; threads <= 3; threads++ {
+							name := fmt.Sprintf("%dx%dx%dx%d/pad%d/f%d/%v/regs=%v/work%d/simd=%v/t%d", c.n, c.h, c.w, c.c, c.pad, c.f, kind, regs, size, simd, threads)
+							old := kernels.SetSIMD(kernels.SIMD{Elementwise: true, Window: simd, ConvertLanes: 16})
+							p := kernels.NewPool(threads)
+							got := make([]float32, n)
+							ran := kernels.Winograd(p, kind, got, a, b, make([]float32, size), g, c.f)
+							p.Close()
+							kernels.SetSIMD(old)
+							if !ran {
+								t.Fatalf("%s: Winograd did not run", name)
+							}
+							if err := closeTo(got, want, 1e-5); err != nil {
+								t.Errorf("%s: %v", name, err)
+							}
+							if first == nil {
+								first = got
+							} else {
+								// the filter gradient's chunks follow the workspace: only
+								// the threads and the assembly keep its bits (first is
+								// reset for each workspace below)
+								if i := mismatch(got, first); i >= 0 {
+									t.Errorf("%s: element %d is %g, %g on the first run", name, i, got[i], first[i])
+								}
 							}
 						}
 					}
+					if kind == kernels.ConvFilterGrad {
+						first = nil
+					}
 				}
-				if kind == kernels.ConvFilterGrad {
-					first = nil
-				}
+				restore()
 			}
 		}
 	}
@@ -202,7 +208,8 @@ func BenchmarkConvAlgos(b *testing.B) {
 // each case it takes (3×3 at stride 1) runs F(2×2, 3×3), in the suite's
 // workspace where that holds what Winograd needs, else in the test's own;
 // the others run the rule. It runs on pools of 1 and 3 threads, with the
-// assembly transforms on and off.
+// assembly transforms on and off, and with the products on the register
+// tiles and on the packed GEMM.
 func TestWinogradSuite(t *testing.T) {
 	defer kernels.WithoutExternalSgemm()()
 	top := kernels.MaxSIMD()
@@ -210,9 +217,11 @@ func TestWinogradSuite(t *testing.T) {
 	if top.Window {
 		windows = append(windows, true)
 	}
-	for _, window := range windows {
-		forEachPool(t, fmt.Sprintf("window=%v", window), func(t *testing.T, p *kernels.Pool) {
+	for i, window := range append(windows, windows[len(windows)-1]) {
+		regs := i < len(windows) // the last: the packed products
+		forEachPool(t, fmt.Sprintf("window=%v/regs=%v", window, regs), func(t *testing.T, p *kernels.Pool) {
 			defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{Elementwise: top.Elementwise, Window: window, ConvertLanes: top.ConvertLanes}))
+			defer kernels.SetWinogradTiles(regs)()
 			own := make([]float32, 1<<22)
 			ran := 0
 			conv := func(kind kernels.ConvKind) kerneltest.ConvFunc {
