@@ -28,3 +28,11 @@ func SetWinogradTiles(on bool) (restore func()) {
 	wgTiles = on
 	return func() { wgTiles = old }
 }
+
+// SetWinogradPadImages lets Winograd stage small images whole and returns
+// a function that restores the setting.
+func SetWinogradPadImages(on bool) (restore func()) {
+	old := wgPadImages
+	wgPadImages = on
+	return func() { wgPadImages = old }
+}

@@ -77,7 +77,12 @@ type wgShape struct {
 	filterGrad bool
 	turned     bool // the input gradient: the forward product over the turned geometry
 	th, tw     int  // tiles down and across
-	regs       bool // the products run on the direct convolution's register tiles (wgProduct)
+	// padImg: the input is staged an image at a time, padded to hp×wp so
+	// that every tile lies inside it (small images, where most tiles touch
+	// an edge); else a tile that crosses an edge is staged alone
+	padImg bool
+	hp, wp int
+	regs   bool // the products run on the direct convolution's register tiles (wgProduct)
 }
 
 func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
@@ -90,6 +95,8 @@ func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
 		s.cin, s.cout = f, g.C
 	}
 	s.th, s.tw = ceilDiv(s.g.OH, 2), ceilDiv(s.g.OW, 2)
+	s.hp, s.wp = 2*s.th+2, 2*s.tw+2
+	s.padImg = wgPadImages && s.hp*s.wp*s.cin <= wgPadImage
 	if s.filterGrad {
 		s.regs = wgTiles && filtTiles[0][0] != nil && s.cout%16 == 0 && s.cin%4 == 0
 	} else {
@@ -168,7 +175,19 @@ func (s wgShape) fixed() int {
 
 // perTile is a tile's floats in a slot, and stage the slot's staging tiles.
 func (s wgShape) perTile() int { return 16 * (s.cin + s.cout) }
-func (s wgShape) stage() int   { return 16*s.cin + 16*s.cout }
+func (s wgShape) stage() int   { return s.stageIn() + 16*s.cout }
+
+// stageIn is the slot's staging for the inputs: a whole padded image
+// (padImg), or one tile.
+func (s wgShape) stageIn() int {
+	if s.padImg {
+		return s.hp * s.wp * s.cin
+	}
+	return 16 * s.cin
+}
+
+// wgPadImage is the most floats of a padded image staged whole.
+const wgPadImage = 64 << 10
 
 // chunk returns the tiles of a chunk and the slots that work of n floats
 // holds for threads threads.
@@ -177,6 +196,9 @@ func (s wgShape) chunk(n, threads int) (tiles, slots int) {
 	tiles = max(1, min(wgRegionBytes/(4*s.perTile()), s.tiles()))
 	if per := (avail/max(threads, 1) - s.stage()) / s.perTile(); per < tiles {
 		tiles = max(1, per) // fewer tiles a chunk, a slot for each thread
+	}
+	if img := s.th * s.tw; s.padImg && tiles > img {
+		tiles = tiles / img * img // whole images, each staged once
 	}
 	if s.filterGrad && s.tiles() >= 2 {
 		tiles = min(tiles, ceilDiv(s.tiles(), 2)) // a chunk for each group at least
@@ -291,7 +313,7 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 		t0, t1 := r*j.per, min((r+1)*j.per, ntAll)
 		nt := t1 - t0
 		v, m := sl[:16*nt*s.cin], sl[16*nt*s.cin:16*nt*(s.cin+s.cout)]
-		stIn, stOut := sl[j.per*s.perTile():][:16*s.cin], sl[j.per*s.perTile()+16*s.cin:][:16*s.cout]
+		stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:16*s.cout]
 		s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
 		for xi := 0; xi < 16; xi++ {
 			mx, vx, ux := m[xi*nt*s.cout:(xi+1)*nt*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin], j.filter[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout]
@@ -314,7 +336,7 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 	if c0 == c1 {
 		clear(dst)
 	}
-	stIn, stOut := sl[j.per*s.perTile():][:16*s.cin], sl[j.per*s.perTile()+16*s.cin:][:16*s.cout]
+	stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:16*s.cout]
 	for ch := c0; ch < c1; ch++ {
 		t0, t1 := ch*j.per, min((ch+1)*j.per, ntAll)
 		nt := t1 - t0
@@ -348,6 +370,20 @@ func (s wgShape) tile(t int) (n, oh, ow int) {
 // in st.
 func (s wgShape) inputTiles(v []float32, vs int, x []float32, t0, t1 int, st []float32) {
 	g, c := s.g, s.cin
+	if s.padImg {
+		staged := -1
+		for t := t0; t < t1; {
+			n, oh, ow := s.tile(t)
+			if n != staged {
+				s.stageImage(st, x[n*g.H*g.W*c:(n+1)*g.H*g.W*c])
+				staged = n
+			}
+			run := min(t1-t, s.tw-ow/2) // the rest of the tile row
+			wgApply(wgBT, v[(t-t0)*c:], st[(oh*s.wp+ow)*c:], 4*vs, vs, s.wp*c, c, c, run, c, 2*c)
+			t += run
+		}
+		return
+	}
 	for t := t0; t < t1; {
 		n, oh, ow := s.tile(t)
 		h0, w0 := oh-g.PadTop, ow-g.PadLeft
@@ -377,6 +413,24 @@ func (s wgShape) inputTiles(v []float32, vs int, x []float32, t0, t1 int, st []f
 		}
 		wgApply(wgBT, v[(t-t0)*c:], st, 4*vs, vs, 4*c, c, c, 1, 0, 0)
 		t++
+	}
+}
+
+// stageImage writes img ([H, W, cin]) into st as an hp×wp image, its
+// first row and column at (PadTop, PadLeft), zeros around it.
+func (s wgShape) stageImage(st, img []float32) {
+	g, c := s.g, s.cin
+	lo, hi := g.PadLeft, min(s.wp, g.PadLeft+g.W) // the columns img fills
+	for r := 0; r < s.hp; r++ {
+		row := st[r*s.wp*c : (r+1)*s.wp*c]
+		ih := r - g.PadTop
+		if ih < 0 || ih >= g.H || lo >= hi {
+			clear(row)
+			continue
+		}
+		clear(row[:lo*c])
+		copy(row[lo*c:hi*c], img[ih*g.W*c:])
+		clear(row[hi*c:])
 	}
 }
 
@@ -562,3 +616,7 @@ func wgFilterOut(dfilter, sums []float32, s wgShape, groups, i0, i1 int) {
 		}
 	}
 }
+
+// wgPadImages lets small images be staged whole (padImg); tests turn it
+// off to check the tiles staged one at a time.
+var wgPadImages = true

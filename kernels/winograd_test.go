@@ -22,6 +22,7 @@ var wgGeoms = []struct{ n, h, w, c, pad, f int }{
 	{1, 8, 8, 33, 0, 16}, // valid
 	{1, 7, 6, 16, 2, 32}, // padding 2: outputs past the input
 	{3, 10, 10, 32, 1, 48},
+	{1, 64, 61, 17, 1, 16}, // past wgPadImage: edge tiles staged one at a time
 }
 
 // TestWinograd checks F(2×2, 3×3)'s three products against the float64
