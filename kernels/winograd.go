@@ -82,7 +82,10 @@ type wgShape struct {
 	// an edge); else a tile that crosses an edge is staged alone
 	padImg bool
 	hp, wp int
-	regs   bool // the products run on the direct convolution's register tiles (wgProduct)
+	// padDy: the filter gradient stages an odd-sized dy image whole,
+	// padded to whole tiles
+	padDy bool
+	regs  bool // the products run on the direct convolution's register tiles (wgProduct)
 }
 
 func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
@@ -97,6 +100,7 @@ func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
 	s.th, s.tw = ceilDiv(s.g.OH, 2), ceilDiv(s.g.OW, 2)
 	s.hp, s.wp = 2*s.th+2, 2*s.tw+2
 	s.padImg = wgPadImages && s.hp*s.wp*s.cin <= wgPadImage
+	s.padDy = wgPadImages && s.filterGrad && (s.g.OH%2 == 1 || s.g.OW%2 == 1) && 4*s.th*s.tw*s.cout <= wgPadImage
 	if s.filterGrad {
 		s.regs = wgTiles && filtTiles[0][0] != nil && s.cout%16 == 0 && s.cin%4 == 0
 	} else {
@@ -175,7 +179,16 @@ func (s wgShape) fixed() int {
 
 // perTile is a tile's floats in a slot, and stage the slot's staging tiles.
 func (s wgShape) perTile() int { return 16 * (s.cin + s.cout) }
-func (s wgShape) stage() int   { return s.stageIn() + 16*s.cout }
+func (s wgShape) stage() int   { return s.stageIn() + s.stageOut() }
+
+// stageOut is the slot's staging for the outputs (or the filter
+// gradient's dy): a whole dy image (padDy), or one tile.
+func (s wgShape) stageOut() int {
+	if s.padDy {
+		return 4 * s.th * s.tw * s.cout
+	}
+	return 16 * s.cout
+}
 
 // stageIn is the slot's staging for the inputs: a whole padded image
 // (padImg), or one tile.
@@ -313,7 +326,7 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 		t0, t1 := r*j.per, min((r+1)*j.per, ntAll)
 		nt := t1 - t0
 		v, m := sl[:16*nt*s.cin], sl[16*nt*s.cin:16*nt*(s.cin+s.cout)]
-		stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:16*s.cout]
+		stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:s.stageOut()]
 		s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
 		for xi := 0; xi < 16; xi++ {
 			mx, vx, ux := m[xi*nt*s.cout:(xi+1)*nt*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin], j.filter[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout]
@@ -336,7 +349,7 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 	if c0 == c1 {
 		clear(dst)
 	}
-	stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:16*s.cout]
+	stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:s.stageOut()]
 	for ch := c0; ch < c1; ch++ {
 		t0, t1 := ch*j.per, min((ch+1)*j.per, ntAll)
 		nt := t1 - t0
@@ -439,6 +452,29 @@ func (s wgShape) stageImage(st, img []float32) {
 // ξ at w[(t-t0)·cout + ξ·ws:].
 func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []float32) {
 	g, c := s.g, s.cout
+	if s.padDy {
+		staged, wp := -1, 2*s.tw
+		for t := t0; t < t1; {
+			n, oh, ow := s.tile(t)
+			if n != staged {
+				img := dy[n*g.OH*g.OW*c : (n+1)*g.OH*g.OW*c]
+				for r := 0; r < 2*s.th; r++ {
+					row := st[r*wp*c : (r+1)*wp*c]
+					if r >= g.OH {
+						clear(row)
+						continue
+					}
+					copy(row, img[r*g.OW*c:(r+1)*g.OW*c])
+					clear(row[g.OW*c:])
+				}
+				staged = n
+			}
+			run := min(t1-t, s.tw-ow/2)
+			wgApply(wgA, w[(t-t0)*c:], st[(oh*wp+ow)*c:], 4*ws, ws, wp*c, c, c, run, c, 2*c)
+			t += run
+		}
+		return
+	}
 	for t := t0; t < t1; {
 		n, oh, ow := s.tile(t)
 		base := ((n*g.OH+oh)*g.OW + ow) * c

@@ -209,8 +209,8 @@ func BenchmarkConvAlgos(b *testing.B) {
 // each case it takes (3×3 at stride 1) runs F(2×2, 3×3), in the suite's
 // workspace where that holds what Winograd needs, else in the test's own;
 // the others run the rule. It runs on pools of 1 and 3 threads, with the
-// assembly transforms on and off, and with the products on the register
-// tiles and on the packed GEMM.
+// assembly transforms on and off, with the products on the register tiles
+// and on the packed GEMM, and with small images staged whole and not.
 func TestWinogradSuite(t *testing.T) {
 	defer kernels.WithoutExternalSgemm()()
 	top := kernels.MaxSIMD()
@@ -218,11 +218,19 @@ func TestWinogradSuite(t *testing.T) {
 	if top.Window {
 		windows = append(windows, true)
 	}
-	for i, window := range append(windows, windows[len(windows)-1]) {
-		regs := i < len(windows) // the last: the packed products
-		forEachPool(t, fmt.Sprintf("window=%v/regs=%v", window, regs), func(t *testing.T, p *kernels.Pool) {
+	type variant struct{ window, regs, padImages bool }
+	var variants []variant
+	for _, w := range windows {
+		variants = append(variants, variant{w, true, true})
+	}
+	last := windows[len(windows)-1]
+	variants = append(variants, variant{last, false, true}, variant{last, true, false}) // the packed products; edge tiles staged alone
+	for _, v := range variants {
+		window := v.window
+		forEachPool(t, fmt.Sprintf("%+v", v), func(t *testing.T, p *kernels.Pool) {
 			defer kernels.SetSIMD(kernels.SetSIMD(kernels.SIMD{Elementwise: top.Elementwise, Window: window, ConvertLanes: top.ConvertLanes}))
-			defer kernels.SetWinogradTiles(regs)()
+			defer kernels.SetWinogradTiles(v.regs)()
+			defer kernels.SetWinogradPadImages(v.padImages)()
 			own := make([]float32, 1<<22)
 			ran := 0
 			conv := func(kind kernels.ConvKind) kerneltest.ConvFunc {
