@@ -17,24 +17,27 @@ package kernels
 // 16 matrix products, one per element ξ of the 4×4 transformed tile:
 // M[ξ] = V[ξ]·U[ξ] with V[ξ] [tiles, C] and U[ξ] [C, F] for the forward
 // product, and M[ξ] = V[ξ]ᵀ·W[ξ] for the filter gradient; they run on the
-// packed product's tiles (gemm.go). The transforms of d, w and the
-// products' results hold only 0 and ±1, and run sixteen channels at a
-// time in assembly (wgBT512, wgA512, wgAT512); the filter's transforms
-// (with halves) run once a call in Go.
+// direct convolution's register tiles as convolutions of one tap
+// (wgProduct, wgFilterProduct: nothing packed) where those take the
+// channels, else on the packed product (gemm.go). The transforms of d, w
+// and the products' results hold only 0 and ±1, and run sixteen channels
+// at a time in assembly (wgBT512, wgA512, wgAT512); the filter's
+// transforms (with halves) run once a call in Go, split over the threads.
 //
-// Numerics. The transforms add and subtract up to 16 inputs before the
-// products, so an output carries more rounding than the direct sum's; F(2,3)
-// is the variant with the smallest error (F(4,3)'s transforms hold 4s and
-// 5s and lose about 2 more bits, so it is not used). kernels' tests bound
-// it (TestWinograd); docs/kernels.md gives the measured error per layer
-// shape.
+// Numerics. The transforms add and subtract up to 16 inputs around the
+// products; F(2,3) is the variant with the smallest error (F(4,3)'s
+// transforms hold 4s and 5s and lose about 2 more bits, so it is not
+// used). kernels' tests bound it (TestWinogradError); docs/kernels.md
+// gives the measured error per layer shape.
 //
 // Work. The workspace holds the transformed filter (the filter gradient:
 // two groups' sums) and, per thread, a slot of a chunk of tiles' V and M
-// (W) and two staging tiles for the edges (WinogradWork). The tiles split
-// into chunks of wgRegionBytes; the forward product's chunks are
-// independent, and the filter gradient's add up in two fixed groups, so
-// the result does not depend on the number of threads.
+// (W) and their staging (WinogradWork): a small image whole, padded so
+// that every tile lies inside it (padImg, padDy), or else one edge tile at
+// a time. The tiles split into chunks of wgRegionBytes; the forward
+// product's chunks are independent, and the filter gradient's add up in
+// two fixed groups, so the result does not depend on the number of
+// threads.
 
 // The tiles' transforms, by their matrices in wgMats (genvision holds the
 // same): Bᵀ, Aᵀ, and A with its last row negated, which the final
