@@ -86,9 +86,10 @@ type wgShape struct {
 	padImg bool
 	hp, wp int
 	// padDy: the filter gradient stages an odd-sized dy image whole,
-	// padded to whole tiles
-	padDy bool
-	regs  bool // the products run on the direct convolution's register tiles (wgProduct)
+	// padded to whole tiles; padOut: the forward product writes an
+	// odd-sized output image so, then copies it out
+	padDy, padOut bool
+	regs          bool // the products run on the direct convolution's register tiles (wgProduct)
 }
 
 func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
@@ -103,7 +104,9 @@ func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
 	s.th, s.tw = ceilDiv(s.g.OH, 2), ceilDiv(s.g.OW, 2)
 	s.hp, s.wp = 2*s.th+2, 2*s.tw+2
 	s.padImg = wgPadImages && s.hp*s.wp*s.cin <= wgPadImage
-	s.padDy = wgPadImages && s.filterGrad && (s.g.OH%2 == 1 || s.g.OW%2 == 1) && 4*s.th*s.tw*s.cout <= wgPadImage
+	odd := s.g.OH%2 == 1 || s.g.OW%2 == 1
+	s.padDy = wgPadImages && s.filterGrad && odd && 4*s.th*s.tw*s.cout <= wgPadImage
+	s.padOut = wgPadImages && !s.filterGrad && odd && 4*s.th*s.tw*s.cout <= wgPadImage
 	if s.filterGrad {
 		s.regs = wgTiles && filtTiles[0][0] != nil && s.cout%16 == 0 && s.cin%4 == 0
 	} else {
@@ -185,9 +188,10 @@ func (s wgShape) perTile() int { return 16 * (s.cin + s.cout) }
 func (s wgShape) stage() int   { return s.stageIn() + s.stageOut() }
 
 // stageOut is the slot's staging for the outputs (or the filter
-// gradient's dy): a whole dy image (padDy), or one tile.
+// gradient's dy): a whole image padded to whole tiles (padOut, padDy), or
+// one tile.
 func (s wgShape) stageOut() int {
-	if s.padDy {
+	if s.padDy || s.padOut {
 		return 4 * s.th * s.tw * s.cout
 	}
 	return 16 * s.cout
@@ -507,6 +511,22 @@ func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []f
 // a tile that crosses the edge in st.
 func (s wgShape) outputTiles(y, m []float32, ms, t0, t1 int, st []float32) {
 	g, c := s.g, s.cout
+	if img := s.th * s.tw; s.padOut && t0%img == 0 && (t1-t0)%img == 0 {
+		// whole images: each into st, 2·th × 2·tw outputs, then its OH×OW
+		// corner into y
+		wp := 2 * s.tw
+		for t := t0; t < t1; t += img {
+			for r := 0; r < s.th; r++ {
+				k := t - t0 + r*s.tw
+				wgApply(wgAT, st[2*r*wp*c:], m[k*c:], wp*c, c, 4*ms, ms, c, s.tw, 2*c, c)
+			}
+			out := y[t/img*g.OH*g.OW*c:]
+			for r := 0; r < g.OH; r++ {
+				copy(out[r*g.OW*c:(r+1)*g.OW*c], st[r*wp*c:])
+			}
+		}
+		return
+	}
 	for t := t0; t < t1; {
 		n, oh, ow := s.tile(t)
 		base := ((n*g.OH+oh)*g.OW + ow) * c
