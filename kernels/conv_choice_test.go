@@ -107,3 +107,20 @@ func TestParseConvAlgo(t *testing.T) {
 		t.Error("ParseConvAlgo(fft): no error")
 	}
 }
+
+// TestConvManyRegions runs im2col's Conv2D job where its regions of one
+// output row each would pass the most a job takes (65,535): an image of
+// 70,000 rows, regions aimed at 4 bytes. The job takes fewer, larger
+// regions.
+func TestConvManyRegions(t *testing.T) {
+	defer kernels.SetConvRegionBytes(4)()
+	g := kernels.ConvGeom{N: 1, H: 70000, W: 2, C: 1, KH: 3, KW: 1, SH: 1, SW: 1, PadTop: 1, OH: 70000, OW: 2}
+	r := rand.New(rand.NewSource(3))
+	x, w := randoms(r, 140000), randoms(r, 3*16)
+	p := kernels.NewPool(2)
+	defer p.Close()
+	got := kernels.ConvOn(p, kernels.ConvForward, kernels.ConvIm2col, make([]float32, 140000*16), x, w, make([]float32, g.Im2ColSize(1)), g, 16)
+	if err := closeTo(got, naiveConv(widen(x), widen(w), g, 16), 1e-5); err != nil {
+		t.Error(err)
+	}
+}

@@ -56,7 +56,7 @@ const (
 // the product, large enough that packing the filter and handing the region
 // over cost little. (Single-thread times of the reference CNN's
 // convolutions were flat from 128 KiB to 4 MiB.)
-const convRegionBytes = 256 << 10
+var convRegionBytes = 256 << 10
 
 // poolJob is one job. The caller fills it (holding its pool's
 // calls.jobMu) and passes it to the pool's runJob.
@@ -298,6 +298,12 @@ func conv2DJob(p *Pool, dst, x, filter, work []float32, g ConvGeom, f int, bf16 
 	}
 	k := g.KH * g.KW * g.C
 	per, slots := convRegions(g.OW*k, len(work))
+	if rows := g.N * g.OH; ceilDiv(rows, per) > maxRegions {
+		// fewer, larger regions (runJob's bound): still at most an image's
+		// rows while N <= maxRegions, which work holds
+		per = ceilDiv(rows, maxRegions)
+		slots = len(work) / (per * g.OW * k)
+	}
 	p.calls.jobMu.Lock()
 	defer p.calls.jobMu.Unlock()
 	j := &p.calls.job

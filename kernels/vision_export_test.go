@@ -36,3 +36,11 @@ func SetWinogradPadImages(on bool) (restore func()) {
 	wgPadImages = on
 	return func() { wgPadImages = old }
 }
+
+// SetConvRegionBytes sets the bytes aimed at for one region of the
+// float32 Conv2D job and returns a function that restores it.
+func SetConvRegionBytes(bytes int) (restore func()) {
+	old := convRegionBytes
+	convRegionBytes = bytes
+	return func() { convRegionBytes = old }
+}

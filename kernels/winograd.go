@@ -294,11 +294,16 @@ func winograd(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f i
 		j.wgPhase = wgFilterPhase
 		p.runJob(j, j.regions)
 		j.wgPhase = wgTilesPhase
-		p.runJob(j, ceilDiv(s.tiles(), tiles))
+		chunks := ceilDiv(s.tiles(), tiles)
+		j.groups = ceilDiv(chunks, maxRegions) // chunks a region
+		p.runJob(j, ceilDiv(chunks, j.groups))
 	}
 	*j = poolJob{}
 	return true
 }
+
+// maxRegions is the most regions runJob takes.
+const maxRegions = 0xffff
 
 // A jobWinograd's phases: the tiles, then (the filter gradient) the
 // filter's transforms; or the filter's transforms, then the tiles.
@@ -330,21 +335,11 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 	sl := j.work[slot*j.slot : (slot+1)*j.slot]
 	ntAll := s.tiles()
 	if !s.filterGrad {
-		t0, t1 := r*j.per, min((r+1)*j.per, ntAll)
-		nt := t1 - t0
-		v, m := sl[:16*nt*s.cin], sl[16*nt*s.cin:16*nt*(s.cin+s.cout)]
-		stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:s.stageOut()]
-		s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
-		for xi := 0; xi < 16; xi++ {
-			mx, vx, ux := m[xi*nt*s.cout:(xi+1)*nt*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin], j.filter[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout]
-			if s.regs {
-				wgProduct(mx, vx, ux, nt, s.cin, s.cout)
-				continue
-			}
-			c := j.call(mx, vx, ux, nt, s.cout, s.cin, false, false)
-			c.region(ws, 0, nt, 0, s.cout)
+		// region r: chunks [r·groups, (r+1)·groups) (j.groups chunks a
+		// region, so that the regions stay within runJob's bound)
+		for ch := r * j.groups; ch < min((r+1)*j.groups, ceilDiv(ntAll, j.per)); ch++ {
+			j.wgChunk(ws, sl, ch*j.per, min((ch+1)*j.per, ntAll))
 		}
-		s.outputTiles(j.y, m, nt*s.cout, t0, t1, stOut)
 		return
 	}
 	// the filter gradient: group r's chunks, summed in order into its part
@@ -375,6 +370,25 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 			c.region(ws, 0, s.cin, 0, s.cout)
 		}
 	}
+}
+
+// wgChunk runs the forward product of tiles [t0, t1) in slot sl.
+func (j *poolJob) wgChunk(ws *gemmWorkspace, sl []float32, t0, t1 int) {
+	s := j.wg
+	nt := t1 - t0
+	v, m := sl[:16*nt*s.cin], sl[16*nt*s.cin:16*nt*(s.cin+s.cout)]
+	stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:s.stageOut()]
+	s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
+	for xi := 0; xi < 16; xi++ {
+		mx, vx, ux := m[xi*nt*s.cout:(xi+1)*nt*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin], j.filter[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout]
+		if s.regs {
+			wgProduct(mx, vx, ux, nt, s.cin, s.cout)
+			continue
+		}
+		c := j.call(mx, vx, ux, nt, s.cout, s.cin, false, false)
+		c.region(ws, 0, nt, 0, s.cout)
+	}
+	s.outputTiles(j.y, m, nt*s.cout, t0, t1, stOut)
 }
 
 // tile returns tile t's image and its first output row and column.

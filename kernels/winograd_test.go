@@ -91,6 +91,22 @@ func TestWinograd(t *testing.T) {
 			}
 		}
 	}
+	// more chunks than a job has regions (the least workspace holds one
+	// tile): each region takes several
+	{
+		g := kernels.ConvGeom{N: 1, H: 514, W: 514, C: 1, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 514, OW: 514}
+		x, w := randoms(r, 514*514), randoms(r, 9)
+		y := make([]float32, 514*514)
+		p := kernels.NewPool(2)
+		defer kernels.SetWinogradPadImages(false)() // the least workspace: one tile, staged alone
+		if !kernels.Winograd(p, kernels.ConvForward, y, x, w, make([]float32, kernels.WinogradWork(kernels.ConvForward, g, 1)), g, 1) {
+			t.Fatal("514x514: Winograd did not run")
+		}
+		p.Close()
+		if err := closeTo(y, naiveConv(widen(x), widen(w), g, 1), 1e-5); err != nil {
+			t.Errorf("514x514, 66,049 chunks: %v", err)
+		}
+	}
 	// too little workspace, or a geometry F(2,3) does not take: false
 	g := kernels.ConvGeom{N: 1, H: 4, W: 4, C: 2, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 4, OW: 4}
 	work := make([]float32, kernels.WinogradWork(kernels.ConvForward, g, 2)-1)
