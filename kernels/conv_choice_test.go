@@ -35,13 +35,8 @@ func TestConvAlgos(t *testing.T) {
 		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, c.f)
 		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
 			work := make([]float32, max(g.Im2ColSize(c.n)+len(w), kernels.WinogradWork(kind, g, c.f)))
-			want, a, b, n := y64, x, w, len(dy)
-			switch kind {
-			case kernels.ConvInputGrad:
-				want, a, b, n = dx64, dy, w, len(x)
-			case kernels.ConvFilterGrad:
-				want, a, b, n = dw64, x, dy, len(w)
-			}
+			want := [3][]float64{y64, dx64, dw64}[kind]
+			a, b, n := convProduct(kind, x, w, dy)
 			algos := kernels.ConvAlgos(kind, g, c.f)
 			if !slices.Contains(algos, kernels.ConvIm2col) || slices.Contains(algos, kernels.ConvWinograd) != (c.k == 3 && c.s == 1) {
 				t.Fatalf("%+v %v: algorithms %v, want im2col among them, and winograd for 3x3 at stride 1", c, kind, algos)
@@ -123,4 +118,16 @@ func TestConvManyRegions(t *testing.T) {
 	if err := closeTo(got, naiveConv(widen(x), widen(w), g, 16), 1e-5); err != nil {
 		t.Error(err)
 	}
+}
+
+// convProduct returns the operands of the convolution product kind of x,
+// the filter w and dy (ConvOn's a and b) and the length of its result.
+func convProduct(kind kernels.ConvKind, x, w, dy []float32) (a, b []float32, n int) {
+	switch kind {
+	case kernels.ConvInputGrad:
+		return dy, w, len(x)
+	case kernels.ConvFilterGrad:
+		return x, dy, len(w)
+	}
+	return x, w, len(dy)
 }

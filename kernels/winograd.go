@@ -55,7 +55,6 @@ var wgMats = [3][][]int{
 }
 
 var (
-	wgG  = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}
 	wgGp = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, -1}}
 )
 
@@ -499,12 +498,7 @@ func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []f
 	for t := t0; t < t1; {
 		n, oh, ow := s.tile(t)
 		base := ((n*g.OH+oh)*g.OW + ow) * c
-		run := 0
-		if oh+2 <= g.OH {
-			for o := ow; t+run < t1 && o+2 <= g.OW; o += 2 {
-				run++
-			}
-		}
+		run := s.outRun(t, t1, oh, ow)
 		if run > 0 {
 			wgApply(wgA, w[(t-t0)*c:], dy[base:], 4*ws, ws, g.OW*c, c, c, run, c, 2*c)
 			t += run
@@ -518,6 +512,15 @@ func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []f
 		wgApply(wgA, w[(t-t0)*c:], st, 4*ws, ws, 2*c, c, c, 1, 0, 0)
 		t++
 	}
+}
+
+// outRun returns how many tiles from tile t (before t1, at output row oh
+// and column ow) lie wholly inside the output, in its tile row.
+func (s wgShape) outRun(t, t1, oh, ow int) int {
+	if oh+2 > s.g.OH {
+		return 0
+	}
+	return min(t1-t, (s.g.OW-ow)/2)
 }
 
 // outputTiles writes Aᵀ·m·A of the products of tiles [t0, t1) (tile t's
@@ -544,12 +547,7 @@ func (s wgShape) outputTiles(y, m []float32, ms, t0, t1 int, st []float32) {
 	for t := t0; t < t1; {
 		n, oh, ow := s.tile(t)
 		base := ((n*g.OH+oh)*g.OW + ow) * c
-		run := 0
-		if oh+2 <= g.OH {
-			for o := ow; t+run < t1 && o+2 <= g.OW; o += 2 {
-				run++
-			}
-		}
+		run := s.outRun(t, t1, oh, ow)
 		if run > 0 {
 			wgApply(wgAT, y[base:], m[(t-t0)*c:], g.OW*c, c, 4*ms, ms, c, run, 2*c, c)
 			t += run

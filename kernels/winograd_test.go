@@ -44,13 +44,8 @@ func TestWinograd(t *testing.T) {
 		y64 := naiveConv(widen(x), widen(w), g, c.f)
 		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, c.f)
 		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
-			want, a, b, n := y64, x, w, len(dy)
-			switch kind {
-			case kernels.ConvInputGrad:
-				want, a, b, n = dx64, dy, w, len(x)
-			case kernels.ConvFilterGrad:
-				want, a, b, n = dw64, x, dy, len(w)
-			}
+			want := [3][]float64{y64, dx64, dw64}[kind]
+			a, b, n := convProduct(kind, x, w, dy)
 			least := kernels.WinogradWork(kind, g, c.f)
 			for _, regs := range []bool{true, false} {
 				restore := kernels.SetWinogradTiles(regs)
@@ -149,13 +144,8 @@ func TestWinogradError(t *testing.T) {
 		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, f)
 		p := kernels.NewPool(2)
 		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
-			want, a, b, n := y64, x, w, len(dy)
-			switch kind {
-			case kernels.ConvInputGrad:
-				want, a, b, n = dx64, dy, w, len(x)
-			case kernels.ConvFilterGrad:
-				want, a, b, n = dw64, x, dy, len(w)
-			}
+			want := [3][]float64{y64, dx64, dw64}[kind]
+			a, b, n := convProduct(kind, x, w, dy)
 			work := make([]float32, max(g.Im2ColSize(4), kernels.WinogradWork(kind, g, f)))
 			var errs [2][2]float64 // [winograd, direct][max, rms]
 			for i, algo := range []kernels.ConvAlgo{kernels.ConvWinograd, kernels.ConvDirect} {
@@ -197,13 +187,7 @@ func BenchmarkConvAlgos(b *testing.B) {
 		x, w, dy := randoms(r, 128*c.hw*c.hw*c.c), randoms(r, 9*c.c*f), randoms(r, 128*c.hw*c.hw*f)
 		p := kernels.NewPool(2)
 		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
-			a, bb, n := x, w, len(dy)
-			switch kind {
-			case kernels.ConvInputGrad:
-				a, bb, n = dy, w, len(x)
-			case kernels.ConvFilterGrad:
-				a, bb, n = x, dy, len(w)
-			}
+			a, bb, n := convProduct(kind, x, w, dy)
 			per := min(128, max(1, (8<<20)/(4*g.Im2ColSize(1))))
 			work := make([]float32, max(g.Im2ColSize(per), kernels.WinogradWork(kind, g, f)))
 			dst := make([]float32, n)
