@@ -140,6 +140,11 @@ func checkMatMul(fn string, dst, a, b, m, n, k int) {
 
 // sgemm is SgemmOn after the checks.
 func sgemm(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) {
+	sgemmOn(p, dst, a, b, m, n, k, transA, transB, accumulate, false)
+}
+
+// sgemmOn is sgemm, on the calling thread alone when serial is set.
+func sgemmOn(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate, serial bool) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -153,10 +158,7 @@ func sgemm(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate
 		sgemmExternal(dst, a, b, m, n, k, transA, transB, accumulate)
 		return
 	}
-	tier := gemmActive
-	if tier.narrow != nil && n <= tier.narrow.nr {
-		tier = *tier.narrow
-	}
+	tier := gemmTierFor(n)
 	blk := tier.blk
 	if gemmBlockOverride != nil {
 		blk = *gemmBlockOverride
@@ -164,8 +166,18 @@ func sgemm(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate
 	p.run(gemmCall{
 		tier: tier, blk: blk,
 		dst: dst, a: a, b: b, m: m, n: n, k: k,
-		transA: transA, transB: transB, accumulate: accumulate,
+		transA: transA, transB: transB, accumulate: accumulate, serial: serial,
 	})
+}
+
+// gemmTierFor returns the tier that runs products of n columns: the
+// active one, or its narrow tier where n fits that.
+func gemmTierFor(n int) gemmTier {
+	tier := gemmActive
+	if tier.narrow != nil && n <= tier.narrow.nr {
+		tier = *tier.narrow
+	}
+	return tier
 }
 
 // sgemmExternal, when set (build tag openblas), computes every Sgemm instead
@@ -180,6 +192,7 @@ type gemmCall struct {
 	dst, a, b                  []float32
 	m, n, k                    int
 	transA, transB, accumulate bool
+	serial                     bool // one region, on the calling thread
 
 	parts  int  // threads that take a region
 	byRows bool // regions are row ranges (else column ranges)
@@ -196,6 +209,9 @@ func (c *gemmCall) plan(threads int) int {
 	}
 	work := 2 * float64(c.m) * float64(c.n) * float64(c.k)
 	p := min(threads, c.tiles)
+	if c.serial {
+		p = 1
+	}
 	if gemmMinFlops > 0 {
 		p = min(p, max(1, int(work/gemmMinFlops)))
 	}

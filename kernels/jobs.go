@@ -33,6 +33,8 @@ import (
 //   - jobWinograd: a convolution product as F(2×2, 3×3) (winograd.go), by
 //     chunks of tiles (the forward product) or two groups of them (the
 //     filter gradient).
+//   - jobMatMul: a matrix product on the register tiles (MatMulTiles,
+//     matmul_choice.go), by strips of 32 columns of its result.
 //
 // A region's results do not depend on the thread or slot that computes it,
 // nor on the number of threads: every output element sees the same
@@ -49,6 +51,7 @@ const (
 	jobSumRows
 	jobFunc
 	jobWinograd
+	jobMatMul
 )
 
 // convRegionBytes is the size aimed at for one region's im2col rows: small
@@ -84,6 +87,7 @@ type poolJob struct {
 	// from the image in float32 layout (packIm2col, packT)
 	bf16 bool
 
+	mm      mmShape // jobMatMul (matmul_choice.go): y = op(x)·filter
 	wg      wgShape // jobWinograd (winograd.go)
 	wgPhase int
 
@@ -132,6 +136,8 @@ func (j *poolJob) part(ws *gemmWorkspace, r, slot int) {
 		j.fn(j.arg, r)
 	case jobWinograd:
 		j.wgPart(ws, r, slot)
+	case jobMatMul:
+		j.mmPart(r)
 	case jobImages:
 		j.halves[r].run()
 	case jobConv:

@@ -44,3 +44,7 @@ func SetConvRegionBytes(bytes int) (restore func()) {
 	convRegionBytes = bytes
 	return func() { convRegionBytes = old }
 }
+
+// HasTiles reports whether the direct convolution's register tiles (and so
+// MatMulTiles) exist on this machine.
+func HasTiles() bool { return directTiles[0][0] != nil && filtTiles[0][0] != nil }

@@ -39,14 +39,17 @@ type Bound struct {
 	// (see Target)
 	pool *kernels.Pool
 
-	// choices picks a float32 convolution's algorithm (choose.go; nil: the
-	// rule); pending is its measurement still to run, set by the binder
+	// choices picks a float32 convolution's or matrix product's algorithm
+	// (choose.go; nil: the rule); pending is its measurement still to run, set by the binder
 	choices *Choices
 	pending *pending
 	// algo is a float32 convolution's algorithm (nil for other
 	// instructions): ConvAuto runs the rule; convKind is which product
 	algo     *kernels.ConvAlgo
 	convKind kernels.ConvKind
+	// mmAlgo is a float32 matrix product's algorithm (nil for other
+	// instructions)
+	mmAlgo *kernels.MatMulAlgo
 }
 
 // bind binds b to in over bufs, the bytes of every buffer of the program,

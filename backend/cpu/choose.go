@@ -18,26 +18,32 @@ import (
 	"github.com/headroom-ml/headroom/kernels"
 )
 
-// How a float32 convolution's algorithm is picked (kernels.ConvAlgos: the
-// direct register tiles or im2col's packed product, for the forward
-// product and each gradient). The algorithms sum in different orders, so
-// the choice changes the last bits of a result, never the plan: every
-// algorithm runs in the workspace and scratch the plan already holds
-// (im2col's, the larger), so planned == measured whatever is chosen.
+// How a float32 convolution's algorithm (kernels.ConvAlgos: the direct
+// register tiles, im2col's packed product or Winograd, for the forward
+// product and each gradient) and a float32 matrix product's
+// (kernels.MatMulAlgos: packed over the pool's threads or on one, or the
+// register tiles unpacked) are picked. The algorithms sum in different
+// orders, so the choice changes the last bits of a result, never the
+// plan: every algorithm runs in the workspace and scratch the plan already
+// holds (the larger of the candidates'), so planned == measured whatever
+// is chosen.
 //
-//   - "rule" (the default): the built-in rule of thumb (kernels.ConvAuto).
-//     Two runs of one command give the same bits on any machine.
-//   - "measure": each convolution shape in a program is timed once, before
-//     step 1, with every algorithm that can run it, on the program's own
-//     buffers, and the fastest kept. Choices are kept in a file per
-//     machine (the CPU model, the threads and the shape are its key), so
-//     a second run of the same plan times nothing, and a run given a file
-//     picks what the file says: copy the file to pin the choices on every
-//     machine of that CPU model. Like cudnn.benchmark in PyTorch, this is
-//     not the default, because a shape measured afresh on a noisy machine
-//     may pick another algorithm and so other last bits.
-//   - "direct", "im2col" or "winograd": that algorithm wherever it can run
-//     (tests force each candidate so).
+//   - "rule" (the default): the built-in rules of thumb (kernels.ConvAuto,
+//     kernels.MatMulPacked). Two runs of one command give the same bits on
+//     any machine.
+//   - "measure": each convolution and matrix product shape in a program is
+//     timed once, before step 1, with every algorithm that can run it, on
+//     the program's own buffers, and the fastest kept. Choices are kept in
+//     a file per machine (the CPU model, the threads and the shape are its
+//     key), so a second run of the same plan times nothing, and a run given
+//     a file picks what the file says: copy the file to pin the choices on
+//     every machine of that CPU model. Like cudnn.benchmark in PyTorch,
+//     this is not the default, because a shape measured afresh on a noisy
+//     machine may pick another algorithm and so other last bits.
+//   - "direct", "im2col" or "winograd": that convolution algorithm
+//     wherever it can run, matrix products by the rule; "packed1", "tiles"
+//     or "tiles1": that matrix product algorithm wherever it can run,
+//     convolutions by the rule (tests force each candidate so).
 //
 // Winograd's F(2×2, 3×3) (kernels/winograd.go) is a candidate for 3×3
 // stride-1 products; it rounds differently from the others (its error is
@@ -49,12 +55,13 @@ import (
 // directory, headroom/kernel-choices.tsv); HEADROOM_WINOGRAD=off leaves
 // Winograd out (a measured choice of it in the file is measured again).
 
-// Choices picks convolution algorithms for a backend. Its methods are safe
-// for concurrent use.
+// Choices picks convolution and matrix product algorithms for a backend.
+// Its methods are safe for concurrent use.
 type Choices struct {
-	mode     string           // rule, measure, direct, im2col or winograd
-	force    kernels.ConvAlgo // direct, im2col or winograd
-	winograd bool             // Winograd is a candidate
+	mode     string             // rule, measure, or an algorithm forced
+	force    kernels.ConvAlgo   // direct, im2col or winograd (else ConvAuto)
+	forceMM  kernels.MatMulAlgo // packed1, tiles or tiles1 (else MatMulPacked)
+	winograd bool               // Winograd is a candidate
 	file     string           // measure: the choices' file ("": kept in memory only)
 	cpu      string           // the CPU model, the key's first part
 
@@ -67,13 +74,14 @@ type Choices struct {
 
 // choice is one line of the file.
 type choice struct {
-	algo  kernels.ConvAlgo
+	algo  string // the algorithm's name (kernels.ConvAlgo, kernels.MatMulAlgo)
 	times string // what each candidate took, for the reader: "direct=1.2ms,im2col=2.3ms"
 }
 
 // NewChoices returns the choices of mode ("rule", "measure", "direct",
-// "im2col" or "winograd") with file the measured choices' file ("" keeps
-// them in memory); without winograd, Winograd is never picked.
+// "im2col", "winograd", "packed1", "tiles" or "tiles1") with file the
+// measured choices' file ("" keeps them in memory); without winograd,
+// Winograd is never picked.
 func NewChoices(mode, file string, winograd bool) (*Choices, error) {
 	c := &Choices{mode: mode, file: file, cpu: cpuModel(), table: map[string]choice{}, winograd: winograd}
 	switch mode {
@@ -82,8 +90,10 @@ func NewChoices(mode, file string, winograd bool) (*Choices, error) {
 	case "measure":
 	case "direct", "im2col", "winograd":
 		c.force, _ = kernels.ParseConvAlgo(mode)
+	case "packed1", "tiles", "tiles1":
+		c.forceMM, _ = kernels.ParseMatMulAlgo(mode)
 	default:
-		return nil, fmt.Errorf("kernel choice %q: want rule, measure, direct, im2col or winograd", mode)
+		return nil, fmt.Errorf("kernel choice %q: want rule, measure, direct, im2col, winograd, packed1, tiles or tiles1", mode)
 	}
 	if mode == "winograd" && !winograd {
 		return nil, fmt.Errorf("kernel choice winograd with Winograd turned off")
@@ -143,7 +153,7 @@ func (c *Choices) Table() []string {
 	var out []string
 	for k, v := range c.table {
 		if strings.HasPrefix(k, c.cpu+"\t") {
-			out = append(out, strings.TrimPrefix(k, c.cpu+"\t")+"\t"+v.algo.String())
+			out = append(out, strings.TrimPrefix(k, c.cpu+"\t")+"\t"+v.algo)
 		}
 	}
 	sort.Strings(out)
@@ -157,13 +167,26 @@ func (c *Choices) convKey(threads int, kind kernels.ConvKind, g kernels.ConvGeom
 		g.N, g.H, g.W, g.C, g.KH, g.KW, g.SH, g.SW, g.PadTop, g.PadLeft, g.OH, g.OW, f)
 }
 
-// pending is a bound convolution whose algorithm is still to be measured.
+// matMulKey is a matrix product's key: the CPU model, the threads,
+// "matmul", its sizes and transposes, and "-" in the filters' field.
+func (c *Choices) matMulKey(threads, m, n, k int, transA, transB bool) string {
+	return fmt.Sprintf("%s\t%d\tmatmul\t%d,%d,%d,%d,%d\t-", c.cpu, threads, m, n, k, b2i(transA), b2i(transB))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pending is a bound product whose algorithm is still to be measured.
 type pending struct {
-	b      *Bound
-	key    string
-	algos  []kernels.ConvAlgo
-	run    func(kernels.ConvAlgo) // runs the bound product with an algorithm
-	target *kernels.ConvAlgo      // where the choice goes
+	b     *Bound
+	key   string
+	names []string    // the candidates' names
+	run   func(i int) // runs the bound product with candidate i
+	set   func(i int) // keeps candidate i
 }
 
 // pick sets *algo for a bound float32 convolution product and returns a
@@ -176,26 +199,51 @@ func (c *Choices) pick(b *Bound, kind kernels.ConvKind, algo *kernels.ConvAlgo, 
 		algos = slices.DeleteFunc(slices.Clone(algos), func(a kernels.ConvAlgo) bool { return a == kernels.ConvWinograd })
 	}
 	*algo = kernels.ConvAuto
-	switch {
-	case c == nil || c.mode == "rule" || len(algos) < 2:
+	if c == nil || c.mode == "rule" || len(algos) < 2 {
 		return nil
-	case c.mode != "measure":
-		for _, a := range algos {
-			if a == c.force {
-				*algo = a
-			}
+	}
+	if c.mode != "measure" {
+		if slices.Contains(algos, c.force) {
+			*algo = c.force
 		}
 		return nil
 	}
-	key := c.convKey(b.pool.Threads(), kind, g, f)
+	return lookup(c, b, c.convKey(b.pool.Threads(), kind, g, f), algos, func(i int) { run(algos[i]) }, func(i int) { *algo = algos[i] })
+}
+
+// pickMatMul sets *algo for a bound float32 matrix product, [m, k]·[k, n]
+// with transposes as stored, and returns a pending measurement, or nil.
+func (c *Choices) pickMatMul(b *Bound, m, n, k int, transA, transB bool, algo *kernels.MatMulAlgo, run func(kernels.MatMulAlgo)) *pending {
+	threads := b.pool.Threads()
+	algos := kernels.MatMulAlgos(m, n, k, transA, transB, false, threads)
+	*algo = kernels.MatMulPacked
+	if c == nil || c.mode == "rule" || len(algos) < 2 {
+		return nil
+	}
+	if c.mode != "measure" {
+		if slices.Contains(algos, c.forceMM) {
+			*algo = c.forceMM
+		}
+		return nil
+	}
+	return lookup(c, b, c.matMulKey(threads, m, n, k, transA, transB), algos, func(i int) { run(algos[i]) }, func(i int) { *algo = algos[i] })
+}
+
+// lookup keeps the table's choice for key where it is one of algos, and
+// else returns the measurement still to run.
+func lookup[A fmt.Stringer](c *Choices, b *Bound, key string, algos []A, run, set func(int)) *pending {
+	names := make([]string, len(algos))
+	for i, a := range algos {
+		names[i] = a.String()
+	}
 	c.mu.Lock()
 	got, ok := c.table[key]
 	c.mu.Unlock()
-	if ok && slices.Contains(algos, got.algo) {
-		*algo = got.algo
+	if i := slices.Index(names, got.algo); ok && i >= 0 {
+		set(i)
 		return nil
 	}
-	return &pending{b: b, key: key, algos: algos, run: run, target: algo}
+	return &pending{b: b, key: key, names: names, run: run, set: set}
 }
 
 // measure times each pending product with each of its algorithms on its
@@ -212,21 +260,22 @@ func (c *Choices) measure(p *compile.Program, todo []*pending) error {
 	added := 0
 	for _, t := range todo {
 		it := t.b.Instr
-		if !temporary(p, it.Out) || !temporary(p, it.Work) {
+		if !temporary(p, it.Out) || it.Work >= 0 && !temporary(p, it.Work) {
 			continue
 		}
 		c.mu.Lock()
 		got, ok := c.table[t.key] // another program of this run may have timed the shape
 		c.mu.Unlock()
-		if !ok || !slices.Contains(t.algos, got.algo) {
-			got = timeAlgos(t)
+		i := slices.Index(t.names, got.algo)
+		if !ok || i < 0 {
+			got, i = timeAlgos(t)
 			c.mu.Lock()
 			c.table[t.key] = got
 			c.timed++
 			c.mu.Unlock()
 			added++
 		}
-		*t.target = got.algo
+		t.set(i)
 	}
 	c.mu.Lock()
 	c.spent += time.Since(start)
@@ -244,11 +293,11 @@ func temporary(p *compile.Program, id int) bool {
 
 // timeAlgos runs t with each algorithm: once to warm, then the best of up
 // to three runs (fewer once the runs have taken 50 ms), and returns the
-// fastest.
-func timeAlgos(t *pending) choice {
-	best, bestAlgo := time.Duration(1<<62), t.algos[0]
+// fastest and its index.
+func timeAlgos(t *pending) (choice, int) {
+	best, bestAt := time.Duration(1<<62), 0
 	var times []string
-	for _, a := range t.algos {
+	for a, name := range t.names {
 		t.run(a)
 		fastest, total := time.Duration(1<<62), time.Duration(0)
 		for i := 0; i < 3 && total < 50*time.Millisecond; i++ {
@@ -257,16 +306,21 @@ func timeAlgos(t *pending) choice {
 			d := time.Since(s)
 			fastest, total = min(fastest, d), total+d
 		}
-		times = append(times, fmt.Sprintf("%v=%v", a, fastest.Round(time.Microsecond)))
+		times = append(times, fmt.Sprintf("%s=%v", name, fastest.Round(time.Microsecond)))
 		if fastest < best {
-			best, bestAlgo = fastest, a
+			best, bestAt = fastest, a
 		}
 	}
-	return choice{algo: bestAlgo, times: strings.Join(times, ",")}
+	return choice{algo: t.names[bestAt], times: strings.Join(times, ",")}, bestAt
 }
 
-// choicesHeader is the file's first line.
-const choicesHeader = "# headroom kernel choices v1: cpu, threads, product, N,H,W,C,KH,KW,SH,SW,PadTop,PadLeft,OH,OW, filters, algorithm, times"
+// choicesHeader is the file's first line. A file of version 1 (whose
+// lines are all convolutions') is read as well, and written back as
+// version 2.
+const (
+	choicesHeader   = "# headroom kernel choices v2: cpu, threads, product, shape (conv: N,H,W,C,KH,KW,SH,SW,PadTop,PadLeft,OH,OW; matmul: M,N,K,transA,transB), filters (matmul: -), algorithm, times"
+	choicesHeaderV1 = "# headroom kernel choices v1: cpu, threads, product, N,H,W,C,KH,KW,SH,SW,PadTop,PadLeft,OH,OW, filters, algorithm, times"
+)
 
 // load reads the file once when measuring (a missing file is an empty
 // one).
@@ -305,7 +359,7 @@ func parseChoices(r io.Reader) (map[string]choice, error) {
 	for line := 1; sc.Scan(); line++ {
 		s := sc.Text()
 		if line == 1 {
-			if s != choicesHeader {
+			if s != choicesHeader && s != choicesHeaderV1 {
 				return nil, fmt.Errorf("line 1: not a headroom kernel choices file (want %q)", choicesHeader)
 			}
 			continue
@@ -320,14 +374,27 @@ func parseChoices(r io.Reader) (map[string]choice, error) {
 		if n, err := strconv.Atoi(f[1]); err != nil || n < 1 {
 			return nil, fmt.Errorf("line %d: threads %q", line, f[1])
 		}
-		if g := strings.Split(f[3], ","); len(g) != 12 || !allInts(append(g, f[4])) {
-			return nil, fmt.Errorf("line %d: geometry %q and filters %q: want 12 and 1 integers", line, f[3], f[4])
+		if f[2] == "matmul" {
+			g := strings.Split(f[3], ",")
+			if len(g) != 5 || !allInts(g) || g[3] != "0" && g[3] != "1" || g[4] != "0" && g[4] != "1" || f[4] != "-" {
+				return nil, fmt.Errorf("line %d: matmul shape %q and %q: want M,N,K,transA,transB (transposes 0 or 1) and -", line, f[3], f[4])
+			}
+			if _, err := kernels.ParseMatMulAlgo(f[5]); err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+		} else {
+			if !slices.Contains([]string{kernels.ConvForward.String(), kernels.ConvInputGrad.String(), kernels.ConvFilterGrad.String()}, f[2]) {
+				return nil, fmt.Errorf("line %d: product %q (want conv2d, conv2d_input_grad, conv2d_filter_grad or matmul)", line, f[2])
+			}
+			if g := strings.Split(f[3], ","); len(g) != 12 || !allInts(append(g, f[4])) {
+				return nil, fmt.Errorf("line %d: geometry %q and filters %q: want 12 and 1 integers", line, f[3], f[4])
+			}
+			a, err := kernels.ParseConvAlgo(f[5])
+			if err != nil || a == kernels.ConvAuto {
+				return nil, fmt.Errorf("line %d: algorithm %q (want direct, im2col or winograd)", line, f[5])
+			}
 		}
-		a, err := kernels.ParseConvAlgo(f[5])
-		if err != nil || a == kernels.ConvAuto {
-			return nil, fmt.Errorf("line %d: algorithm %q (want direct, im2col or winograd)", line, f[5])
-		}
-		table[strings.Join(f[:5], "\t")] = choice{algo: a, times: f[6]}
+		table[strings.Join(f[:5], "\t")] = choice{algo: f[5], times: f[6]}
 	}
 	return table, sc.Err()
 }
@@ -353,7 +420,7 @@ func (c *Choices) save() error {
 	b.WriteString(choicesHeader + "\n")
 	for _, k := range keys {
 		v := c.table[k]
-		fmt.Fprintf(&b, "%s\t%v\t%s\n", k, v.algo, v.times)
+		fmt.Fprintf(&b, "%s\t%s\t%s\n", k, v.algo, v.times)
 	}
 	c.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(c.file), 0o755); err != nil {

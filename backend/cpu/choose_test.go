@@ -21,9 +21,11 @@ func TestChoicesFile(t *testing.T) {
 	}
 	g := kernels.ConvGeom{N: 2, H: 8, W: 8, C: 16, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 8, OW: 8}
 	k1, k2 := c.convKey(2, kernels.ConvForward, g, 32), c.convKey(2, kernels.ConvFilterGrad, g, 32)
-	c.table[k1] = choice{algo: kernels.ConvDirect, times: "direct=1ms,im2col=2ms"}
-	c.table[k2] = choice{algo: kernels.ConvIm2col, times: "direct=3ms,im2col=2ms"}
-	c.table["other cpu\t1\tconv2d\t1,1,1,1,1,1,1,1,0,0,1,1\t16"] = choice{algo: kernels.ConvDirect, times: "-"}
+	k3 := c.matMulKey(2, 32, 1024, 256, true, false)
+	c.table[k1] = choice{algo: "direct", times: "direct=1ms,im2col=2ms"}
+	c.table[k2] = choice{algo: "im2col", times: "direct=3ms,im2col=2ms"}
+	c.table[k3] = choice{algo: "tiles", times: "packed=1ms,tiles=0.5ms"}
+	c.table["other cpu\t1\tconv2d\t1,1,1,1,1,1,1,1,0,0,1,1\t16"] = choice{algo: "direct", times: "-"}
 	if err := c.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -31,11 +33,16 @@ func TestChoicesFile(t *testing.T) {
 	if err := d.load(); err != nil {
 		t.Fatal(err)
 	}
-	if len(d.table) != 3 || d.table[k1].algo != kernels.ConvDirect || d.table[k2].algo != kernels.ConvIm2col {
-		t.Errorf("read back %v, want the 3 choices written", d.table)
+	if len(d.table) != 4 || d.table[k1].algo != "direct" || d.table[k2].algo != "im2col" || d.table[k3].algo != "tiles" {
+		t.Errorf("read back %v, want the 4 choices written", d.table)
 	}
-	if got := d.Table(); len(got) != 2 {
-		t.Errorf("Table() = %q, want this CPU's 2", got)
+	if got := d.Table(); len(got) != 3 {
+		t.Errorf("Table() = %q, want this CPU's 3", got)
+	}
+	// a file of version 1 (convolutions only) is read
+	v1 := choicesHeaderV1 + "\ncpu\t2\tconv2d\t2,8,8,16,3,3,1,1,1,1,8,8\t32\tdirect\tdirect=1ms\n"
+	if table, err := parseChoices(strings.NewReader(v1)); err != nil || len(table) != 1 {
+		t.Errorf("version 1: %v, %v", table, err)
 	}
 	b, _ := os.ReadFile(file)
 	for _, bad := range []struct{ text, want string }{
@@ -44,7 +51,11 @@ func TestChoicesFile(t *testing.T) {
 		{choicesHeader + "\ncpu\t0\tconv2d\t1,1,1,1,1,1,1,1,0,0,1,1\t16\tdirect\t-\n", "line 2: threads"},
 		{choicesHeader + "\ncpu\t1\tconv2d\t1,1,1\t16\tdirect\t-\n", "line 2: geometry"},
 		{choicesHeader + "\n\ncpu\t1\tconv2d\t1,1,1,1,1,1,1,1,0,0,1,1\t16\tauto\t-\n", "line 3: algorithm"},
-		{string(b) + "cpu\t1\tconv2d\t1,1,1,1,1,1,1,1,0,0,1,1\t16\tfft\t-\n", "line 5: algorithm"},
+		{string(b) + "cpu\t1\tconv2d\t1,1,1,1,1,1,1,1,0,0,1,1\t16\tfft\t-\n", "line 6: algorithm"},
+		{choicesHeader + "\ncpu\t1\tconv3d\t1,1,1,1,1,1,1,1,0,0,1,1\t16\tdirect\t-\n", "line 2: product"},
+		{choicesHeader + "\ncpu\t1\tmatmul\t1,1,1,2,0\t-\ttiles\t-\n", "line 2: matmul shape"},
+		{choicesHeader + "\ncpu\t1\tmatmul\t1,1,1,0,0\t16\ttiles\t-\n", "line 2: matmul shape"},
+		{choicesHeader + "\ncpu\t1\tmatmul\t1,1,1,0,0\t-\tdirect\t-\n", "line 2: unknown matrix product algorithm"},
 	} {
 		if err := os.WriteFile(file, []byte(bad.text), 0o644); err != nil {
 			t.Fatal(err)
@@ -61,6 +72,7 @@ func TestChoicesFile(t *testing.T) {
 
 func FuzzParseChoices(f *testing.F) {
 	f.Add(choicesHeader + "\ncpu\t2\tconv2d\t2,8,8,16,3,3,1,1,1,1,8,8\t32\tdirect\tdirect=1ms\n")
+	f.Add(choicesHeader + "\ncpu\t2\tmatmul\t32,1024,256,0,0\t-\ttiles\tpacked=1ms\n")
 	f.Add(choicesHeader + "\n\n")
 	f.Add("x")
 	f.Fuzz(func(t *testing.T, data string) {
@@ -69,7 +81,9 @@ func FuzzParseChoices(f *testing.F) {
 			return
 		}
 		for k, v := range table {
-			if strings.Count(k, "\t") != 4 || (v.algo != kernels.ConvDirect && v.algo != kernels.ConvIm2col && v.algo != kernels.ConvWinograd) {
+			_, convErr := kernels.ParseConvAlgo(v.algo)
+			_, mmErr := kernels.ParseMatMulAlgo(v.algo)
+			if strings.Count(k, "\t") != 4 || v.algo == "auto" || (convErr != nil) == (mmErr != nil) {
 				t.Fatalf("got %q: %+v from %q", k, v, data)
 			}
 		}
@@ -92,13 +106,13 @@ func TestChoicesWinograd(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := c.convKey(1, kernels.ConvForward, g, 16)
-		c.table[key] = choice{algo: kernels.ConvWinograd, times: "-"}
+		c.table[key] = choice{algo: "winograd", times: "-"}
 		var algo kernels.ConvAlgo
 		p := c.pick(b, kernels.ConvForward, &algo, run)
 		switch {
 		case on && (p != nil || algo != kernels.ConvWinograd):
 			t.Errorf("on: pending %v, algorithm %v; want the kept winograd", p, algo)
-		case !on && (p == nil || slices.Contains(p.algos, kernels.ConvWinograd)):
+		case !on && (p == nil || slices.Contains(p.names, "winograd")):
 			t.Errorf("off: pending %+v; want a measurement without winograd", p)
 		}
 	}
@@ -109,5 +123,51 @@ func TestChoicesWinograd(t *testing.T) {
 	}
 	if _, err := NewChoices("winograd", "", false); err == nil {
 		t.Error("forced winograd with Winograd off: no error")
+	}
+}
+
+// TestChoicesMatMul checks a matrix product's choices: the rule and the
+// convolutions' forced modes keep the packed product, a forced product
+// algorithm is picked where it can run, a kept choice is used, and a shape
+// not in the table is measured over every candidate.
+func TestChoicesMatMul(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	b := &Bound{Instr: &compile.Instr{Op: graph.OpMatMul}, pool: pool}
+	const m, n, k = 32, 1024, 256
+	algos := kernels.MatMulAlgos(m, n, k, false, false, false, 2)
+	if !slices.Contains(algos, kernels.MatMulPackedOne) {
+		t.Fatalf("candidates %v: want packed1 on 2 threads", algos)
+	}
+	for _, mode := range []string{"rule", "direct", "winograd", "packed1", "tiles", "tiles1"} {
+		c, err := NewChoices(mode, "", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		algo := kernels.MatMulTilesOne + 1
+		p := c.pickMatMul(b, m, n, k, false, false, &algo, func(kernels.MatMulAlgo) {})
+		want := kernels.MatMulPacked
+		if a, err := kernels.ParseMatMulAlgo(mode); err == nil && slices.Contains(algos, a) {
+			want = a
+		}
+		if p != nil || algo != want {
+			t.Errorf("%s: pending %v, algorithm %v; want %v", mode, p, algo, want)
+		}
+	}
+	c, _ := NewChoices("measure", "", true)
+	var algo kernels.MatMulAlgo
+	ran := map[kernels.MatMulAlgo]int{}
+	p := c.pickMatMul(b, m, n, k, false, false, &algo, func(a kernels.MatMulAlgo) { ran[a]++ })
+	if p == nil || len(p.names) != len(algos) {
+		t.Fatalf("measure: pending %+v, want one over %v", p, algos)
+	}
+	got, i := timeAlgos(p)
+	p.set(i)
+	if len(ran) != len(algos) || got.algo != algo.String() || !strings.Contains(got.times, "packed1=") {
+		t.Errorf("measured %+v, algorithm %v, runs %v", got, algo, ran)
+	}
+	c.table[c.matMulKey(2, m, n, k, false, false)] = choice{algo: "packed1", times: "-"}
+	if p := c.pickMatMul(b, m, n, k, false, false, &algo, nil); p != nil || algo != kernels.MatMulPackedOne {
+		t.Errorf("kept packed1: pending %v, algorithm %v", p, algo)
 	}
 }

@@ -16,7 +16,7 @@ func init() {
 			if b.MatMul.BF16 {
 				return bindMatMul(b, kernels.MatMulBF16On)
 			}
-			return bindMatMul(b, kernels.MatMulOn[float32])
+			return bindMatMulChosen(b)
 		}, func(b *Bound) func() error { return bindMatMul(b, kernels.MatMulOn[float64]) }),
 		scratch: func(it *compile.Instr) int {
 			g := it.MatMul
@@ -33,6 +33,30 @@ func init() {
 // MatMulBF16 for bfloat16 operands).
 func bindMatMul[T kernels.Float](b *Bound, mm func(p *kernels.Pool, dst, a, b []T, m, n, k int, transA, transB, accumulate bool) []T) func() error {
 	dst, x, y, g, p := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), *b.MatMul, b.pool
+	return func() error {
+		matmul(p, &g, dst, x, y, mm)
+		return nil
+	}
+}
+
+// bindMatMulChosen binds a float32 product with its algorithm picked by
+// b.choices (choose.go), as bindConvChosen does a convolution's.
+func bindMatMulChosen(b *Bound) func() error {
+	dst, x, y, g, p := tensor.As[float32](b.out), tensor.As[float32](b.in[0]), tensor.As[float32](b.in[1]), *b.MatMul, b.pool
+	algo := new(kernels.MatMulAlgo)
+	b.mmAlgo = algo
+	mm := func(p *kernels.Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) []float32 {
+		return kernels.MatMulWith(p, *algo, dst, a, b, m, n, k, transA, transB, accumulate)
+	}
+	m, transA := g.M, g.TransA
+	if g.SharedB && !g.TransA {
+		m *= g.Batch
+	}
+	run := func(a kernels.MatMulAlgo) {
+		*algo = a
+		matmul(p, &g, dst, x, y, mm)
+	}
+	b.pending = b.choices.pickMatMul(b, m, g.N, g.K, transA, g.TransB, algo, run)
 	return func() error {
 		matmul(p, &g, dst, x, y, mm)
 		return nil

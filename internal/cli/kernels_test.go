@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"slices"
 	"testing"
+
+	kernels_ "github.com/headroom-ml/headroom/kernels"
 )
 
 // Each convolution algorithm the backend can pick (Winograd's included),
@@ -25,19 +28,7 @@ func TestKernelChoices(t *testing.T) {
 	bin := buildHeadroom(t)
 	cache := filepath.Join(t.TempDir(), "choices.tsv")
 	profile := filepath.Join(t.TempDir(), "instrs.txt")
-	datasets := map[string]string{"cnn": "synthetic", "resnet": "synthetic", "unet": "shapes"}
-	train := func(model, mode string) (map[string]string, string) {
-		t.Helper()
-		cmd := exec.Command(bin, "train", "--model", model, "--dataset", datasets[model], "--epochs", "1", "--max-steps", "4",
-			"--batch", "32", "--threads", "2", "--quiet", "--seed", "3", "--instr-profile", profile)
-		cmd.Env = append(os.Environ(), "HEADROOM_KERNELS="+mode, "HEADROOM_KERNEL_CACHE="+cache)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return nil, errb.String() + err.Error()
-		}
-		return result(t, out.String()), ""
-	}
+	train := kernelRun(t, bin, cache, profile)
 	for _, model := range []string{"cnn", "resnet", "unet"} {
 		os.Remove(cache)
 		base, msg := train(model, "rule")
@@ -93,6 +84,73 @@ func TestKernelChoices(t *testing.T) {
 	}
 }
 
+// kernelRun returns a function that trains model for 4 steps at batch 32
+// on 2 threads with HEADROOM_KERNELS=mode and the choices file cache,
+// writing an --instr-profile table to profile, and returns its RESULT
+// fields, or nil and the error.
+func kernelRun(t *testing.T, bin, cache, profile string) func(model, mode string) (map[string]string, string) {
+	datasets := map[string]string{"cnn": "synthetic", "resnet": "synthetic", "unet": "shapes", "mlp": "synthetic", "lstm": "go-src", "gpt": "go-src"}
+	return func(model, mode string) (map[string]string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, "train", "--model", model, "--dataset", datasets[model], "--epochs", "1", "--max-steps", "4",
+			"--batch", "32", "--threads", "2", "--quiet", "--seed", "3", "--instr-profile", profile)
+		cmd.Env = append(os.Environ(), "HEADROOM_KERNELS="+mode, "HEADROOM_KERNEL_CACHE="+cache)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return nil, errb.String() + err.Error()
+		}
+		return result(t, out.String()), ""
+	}
+}
+
+// TestMatMulChoices forces each matrix product algorithm the backend can
+// pick in turn, and then measures, on the mlp, the lstm and the gpt (the
+// reference models made of matrix products): planned == measured and the
+// rule's plan, the rule's losses within float32 rounding, the profile's
+// product rows naming their algorithm, and a second measured run timing
+// nothing.
+func TestMatMulChoices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds headroom and trains 18 short runs")
+	}
+	bin := buildHeadroom(t)
+	cache := filepath.Join(t.TempDir(), "choices.tsv")
+	profile := filepath.Join(t.TempDir(), "instrs.txt")
+	train := kernelRun(t, bin, cache, profile)
+	for _, model := range []string{"mlp", "lstm", "gpt"} {
+		os.Remove(cache)
+		base, msg := train(model, "rule")
+		if base == nil {
+			t.Fatalf("%s rule: %s", model, msg)
+		}
+		checkProfile(t, profile, model+" rule", "rule")
+		want, _ := strconv.ParseFloat(base["final_loss"], 64)
+		for _, mode := range []string{"packed1", "tiles", "tiles1", "measure", "measure"} {
+			r, msg := train(model, mode)
+			if r == nil {
+				t.Fatalf("%s %s: %s", model, mode, msg)
+			}
+			if r["planned_peak_bytes"] != r["measured_peak_bytes"] || r["planned_peak_bytes"] != base["planned_peak_bytes"] {
+				t.Errorf("%s %s: planned %s, measured %s; the rule's plan %s: want all equal", model, mode,
+					r["planned_peak_bytes"], r["measured_peak_bytes"], base["planned_peak_bytes"])
+			}
+			got, _ := strconv.ParseFloat(r["final_loss"], 64)
+			if d := math.Abs(got-want) / want; !(d < 2e-3) {
+				t.Errorf("%s %s: final loss %v, the rule's %v (relative %.2g)", model, mode, got, want, d)
+			}
+			if r["kernels"] != mode {
+				t.Errorf("%s %s: RESULT kernels=%s", model, mode, r["kernels"])
+			}
+			checkProfile(t, profile, model+" "+mode, mode)
+			t.Logf("%s %s: final loss %s, choosing %ss, shapes timed %s", model, mode, r["final_loss"], r["kernel_choice_s"], r["kernel_shapes_timed"])
+		}
+		if r, _ := train(model, "measure"); r == nil || r["kernel_shapes_timed"] != "0" {
+			t.Errorf("%s: a run of a plan already measured: %v, want 0 shapes timed", model, r)
+		}
+	}
+}
+
 // checkProfile checks an --instr-profile table: a row per instruction with
 // its time, the convolutions' rows naming their kernel (the forced one
 // where mode forces one), and a total.
@@ -103,9 +161,15 @@ func checkProfile(t *testing.T, path, run, mode string) {
 		t.Fatalf("%s: %v", run, err)
 	}
 	convs, kernels := 0, map[string]int{}
+	products, mm := 0, map[string]int{}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for _, l := range lines[1 : len(lines)-1] {
 		f := strings.Fields(l)
+		if len(f) >= 8 && f[1] == "matmul" {
+			products++
+			mm[f[len(f)-5]]++
+			continue
+		}
 		if len(f) < 8 || !strings.HasPrefix(f[1], "conv2d") || strings.Contains(f[1], "transpose") {
 			continue // not a convolution, or a transposed one (the input gradient's kernel, no choice)
 		}
@@ -116,8 +180,31 @@ func checkProfile(t *testing.T, path, run, mode string) {
 			t.Errorf("%s: row %q: time %q", run, l, f[len(f)-4])
 		}
 	}
-	if convs == 0 || !strings.Contains(lines[len(lines)-1], "total") {
-		t.Errorf("%s: %d convolution rows, last line %q", run, convs, lines[len(lines)-1])
+	if convs+products == 0 || !strings.Contains(lines[len(lines)-1], "total") {
+		t.Errorf("%s: %d convolution and %d product rows, last line %q", run, convs, products, lines[len(lines)-1])
+	}
+	// the products: packed but where a product algorithm is forced (and
+	// offered), any of them when measured
+	offered, _ := kernels_.ParseMatMulAlgo(mode)
+	switch {
+	case mode == "measure":
+		if mm["packed"]+mm["packed1"]+mm["tiles"]+mm["tiles1"] != products {
+			t.Errorf("%s: product kernels %v over %d products", run, mm, products)
+		}
+	case mode == "packed1" || mode == "tiles" || mode == "tiles1":
+		// the mlp, the lstm and the gpt hold products of 32 rows by 1024
+		// columns: the forced algorithm runs some where this machine offers it
+		can := slices.Contains(kernels_.MatMulAlgos(32, 1024, 256, false, false, false, 2), offered)
+		if mm[mode]+mm["packed"] != products || can && mm[mode] == 0 || !can && mm[mode] > 0 {
+			t.Errorf("%s: product kernels %v over %d products (%s offered: %v)", run, mm, products, mode, can)
+		}
+	default:
+		if mm["packed"] != products {
+			t.Errorf("%s: product kernels %v, want packed for all %d products", run, mm, products)
+		}
+	}
+	if convs == 0 {
+		return
 	}
 	switch mode {
 	case "im2col":
