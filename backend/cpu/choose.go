@@ -62,8 +62,8 @@ type Choices struct {
 	force    kernels.ConvAlgo   // direct, im2col or winograd (else ConvAuto)
 	forceMM  kernels.MatMulAlgo // packed1, tiles or tiles1 (else MatMulPacked)
 	winograd bool               // Winograd is a candidate
-	file     string           // measure: the choices' file ("": kept in memory only)
-	cpu      string           // the CPU model, the key's first part
+	file     string             // measure: the choices' file ("": kept in memory only)
+	cpu      string             // the CPU model, the key's first part
 
 	mu     sync.Mutex
 	loaded bool

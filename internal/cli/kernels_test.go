@@ -6,9 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"slices"
 	"testing"
 
 	kernels_ "github.com/headroom-ml/headroom/kernels"
