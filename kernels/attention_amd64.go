@@ -69,3 +69,26 @@ func attnMask512s(row []float32, m []uint8) {
 	m = m[:len(row)]
 	attnMask512(&row[0], &m[0], len(row))
 }
+
+// rowExpSum is attnRows.exp called directly (so that a caller's buffer on
+// its stack does not escape through a function value).
+func rowExpSum(row []float32, sub float32) float32 {
+	switch attnRows.name {
+	case "avx512":
+		return attnExp512s(row, sub)
+	case "avx2":
+		return attnExpAVX2s(row, sub)
+	}
+	return attnExpGo(row, sub)
+}
+
+// rowMax32 is attnRows.max called directly.
+func rowMax32(row []float32) float32 {
+	switch attnRows.name {
+	case "avx512":
+		return attnMax512s(row)
+	case "avx2":
+		return attnMaxAVX2s(row)
+	}
+	return attnMaxGo(row)
+}

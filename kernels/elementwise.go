@@ -4,7 +4,9 @@ import "math"
 
 // Elementwise kernels: dst[i] = f(x[i]). len(dst) must equal len(x) (and
 // len(g) for the gradients); dst may alias any input. Transcendental
-// functions are evaluated in float64 and rounded once to T.
+// functions are evaluated in float64 and rounded once to T, but for
+// float32 Sigmoid and Tanh where the CPU has AVX-512: those run in float32
+// vectors, within a few ulp (trans.go).
 
 // Neg sets dst[i] = -x[i] and returns dst.
 func Neg[T Float](dst, x []T) []T {
@@ -67,6 +69,9 @@ func Relu[T Float](dst, x []T) []T {
 func Sigmoid[T Float](dst, x []T) []T {
 	checkLen("Sigmoid", "dst", len(dst), len(x))
 	dst = dst[:len(x)]
+	if d, ok := any(dst).([]float32); ok && sigmoidVector(d, any(x).([]float32)) {
+		return dst
+	}
 	for i, v := range x {
 		dst[i] = T(sigmoid(float64(v)))
 	}
@@ -85,6 +90,9 @@ func sigmoid(x float64) float64 {
 func Tanh[T Float](dst, x []T) []T {
 	checkLen("Tanh", "dst", len(dst), len(x))
 	dst = dst[:len(x)]
+	if d, ok := any(dst).([]float32); ok && tanhVector(d, any(x).([]float32)) {
+		return dst
+	}
 	for i, v := range x {
 		dst[i] = T(math.Tanh(float64(v)))
 	}

@@ -11,10 +11,13 @@ type SIMD struct {
 	Elementwise  bool // elementwise_amd64.s: Binary's +-*/, Relu, ReluGrad, Sqrt
 	Window       bool // window_amd64.s: max pooling, col2im, SumRows, the filter gradient's packing
 	ConvertLanes int  // convert_amd64.s: the widest cast tier, 0 (the Go loops), 8 or 16
+	// Transcendental: trans.go's vector paths (Sigmoid, Tanh, the softmax
+	// cross-entropy)
+	Transcendental bool
 }
 
 // simdMax is what this CPU and build run.
-var simdMax = SIMD{Elementwise: simdF32, Window: simdPool, ConvertLanes: max(convF16Max, convBF16Max)}
+var simdMax = SIMD{Elementwise: simdF32, Window: simdPool, ConvertLanes: max(convF16Max, convBF16Max), Transcendental: transVector || attnRows.name != "go"}
 
 // MaxSIMD returns the widest setting this CPU and build run.
 func MaxSIMD() SIMD { return simdMax }
@@ -23,9 +26,10 @@ func MaxSIMD() SIMD { return simdMax }
 // previous setting. It does not allocate, so a per-call wrapper can switch a
 // tier on around one kernel call: defer SetSIMD(SetSIMD(s)).
 func SetSIMD(s SIMD) (old SIMD) {
-	old = SIMD{Elementwise: simdF32, Window: simdPool, ConvertLanes: max(convF16Lanes, convBF16Lanes)}
+	old = SIMD{Elementwise: simdF32, Window: simdPool, ConvertLanes: max(convF16Lanes, convBF16Lanes), Transcendental: simdTrans}
 	simdF32 = s.Elementwise && simdMax.Elementwise
 	simdPool = s.Window && simdMax.Window
 	convF16Lanes, convBF16Lanes = min(s.ConvertLanes, convF16Max), min(s.ConvertLanes, convBF16Max)
+	simdTrans = s.Transcendental && simdMax.Transcendental
 	return old
 }

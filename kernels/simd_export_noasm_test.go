@@ -10,6 +10,9 @@ type SIMD struct {
 	Elementwise  bool
 	Window       bool
 	ConvertLanes int
+	// Transcendental: trans.go's vector paths; the softmax cross-entropy's
+	// run on attention's row operations, Go here
+	Transcendental bool
 }
 
 // MaxSIMD returns the widest setting this CPU and build run: none.

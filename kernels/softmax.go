@@ -5,7 +5,10 @@ import "math"
 // The softmax family works on the last axis of a [rows, cols] view. Every
 // kernel subtracts the row maximum before exponentiating, so no finite input
 // overflows, and evaluates exp, log and the row sums in float64. dst may
-// alias an input.
+// alias an input. The float32 cross-entropy and its gradient run on
+// attention's vector row operations where the CPU has them (rowsVector):
+// e^x in float32 within about an ulp, the row's sum in float32 lanes, the
+// log in float64.
 
 func checkRows(fn, what string, n, rows, cols int) {
 	if rows < 0 || cols < 0 {
@@ -120,6 +123,36 @@ func LogSoftmaxGrad[T Float](dst, y, g []T, rows, cols int) []T {
 	return dst
 }
 
+// rowsVector reports whether the float32 cross-entropy runs on attention's
+// vector row operations (attnRows: AVX-512 or AVX2+FMA).
+func rowsVector() bool { return simdTrans && attnRows.name != "go" }
+
+// crossChunk is the floats of a row exponentiated at a time through a
+// buffer on the stack (the cross-entropy writes no row).
+const crossChunk = 256
+
+// lse32 returns logsumexp(row) of a float32 row on the vector row
+// operations: m + log Σ e^(row - m), m the row's maximum, the terms
+// rounded to float32 and summed in float32 lanes chunk by chunk, the
+// chunks and the log in float64. ok is false for an empty row or one whose
+// maximum is infinite (the float64 loop keeps their edge values).
+func lse32(row []float32) (lse float64, ok bool) {
+	if len(row) == 0 {
+		return 0, false
+	}
+	m := rowMax32(row)
+	if math.IsInf(float64(m), 0) {
+		return 0, false
+	}
+	var buf [crossChunk]float32
+	var s float64
+	for c := 0; c < len(row); c += crossChunk {
+		n := copy(buf[:], row[c:])
+		s += float64(rowExpSum(buf[:n], m))
+	}
+	return float64(m) + math.Log(s), true
+}
+
 // SoftmaxCrossEntropy sets loss[r] = logsumexp(logits[r, :]) - logits[r,
 // labels[r]], the cross-entropy of softmax(logits[r]) against the class
 // labels[r], for logits [rows, cols] and loss, labels [rows]. A label outside
@@ -131,6 +164,7 @@ func SoftmaxCrossEntropy[T Float](loss, logits []T, labels []int32, rows, cols i
 	checkLen(fn, "labels", len(labels), rows)
 	checkLen(fn, "loss", len(loss), rows)
 	bad = -1
+	vector := rowsVector()
 	for r, l := range labels {
 		if l < 0 || int(l) >= cols {
 			loss[r] = T(math.NaN())
@@ -140,6 +174,12 @@ func SoftmaxCrossEntropy[T Float](loss, logits []T, labels []int32, rows, cols i
 			continue
 		}
 		xr := logits[r*cols : r*cols+cols]
+		if x32, ok := any(xr).([]float32); ok && vector {
+			if lse, ok := lse32(x32); ok {
+				loss[r] = T(lse - float64(xr[l]))
+				continue
+			}
+		}
 		loss[r] = T(logSumExp(xr) - float64(xr[l]))
 	}
 	return bad
@@ -157,6 +197,7 @@ func SoftmaxCrossEntropyGrad[T Float](dst, logits []T, labels []int32, g []T, ro
 	checkLen(fn, "g", len(g), rows)
 	checkLen(fn, "dst", len(dst), len(logits))
 	bad = -1
+	vector := rowsVector()
 	for r, l := range labels {
 		xr, d := logits[r*cols:r*cols+cols], dst[r*cols:r*cols+cols]
 		if l < 0 || int(l) >= cols {
@@ -164,6 +205,9 @@ func SoftmaxCrossEntropyGrad[T Float](dst, logits []T, labels []int32, g []T, ro
 			if bad < 0 {
 				bad = r
 			}
+			continue
+		}
+		if x32, ok := any(xr).([]float32); ok && vector && crossGrad32(any(d).([]float32), x32, int(l), float32(g[r])) {
 			continue
 		}
 		lse, gr := logSumExp(xr), float64(g[r])
@@ -176,4 +220,25 @@ func SoftmaxCrossEntropyGrad[T Float](dst, logits []T, labels []int32, g []T, ro
 		}
 	}
 	return bad
+}
+
+// crossGrad32 sets d = g·(softmax(x) - onehot(l)) for a float32 row on the
+// vector row operations (d may be x): d = e^(x - m) in place, then scaled
+// by g/Σ, and d[l] from x[l] in float64. It reports false, writing
+// nothing, where lse32 does.
+func crossGrad32(d, x []float32, l int, g float32) bool {
+	if len(x) == 0 {
+		return false
+	}
+	m := rowMax32(x)
+	if math.IsInf(float64(m), 0) {
+		return false
+	}
+	xl := float64(x[l])
+	copy(d, x)
+	s := rowExpSum(d, m)
+	lse := float64(m) + math.Log(float64(s))
+	BinaryScalar(Mul, d, d, g/s)
+	d[l] = float32(float64(g) * (math.Exp(xl-lse) - 1))
+	return true
 }

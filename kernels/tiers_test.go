@@ -46,7 +46,7 @@ func simdTiers() []kernels.SIMD {
 }
 
 func simdName(s kernels.SIMD) string {
-	return fmt.Sprintf("elementwise=%v/window=%v/convert=%d", s.Elementwise, s.Window, s.ConvertLanes)
+	return fmt.Sprintf("elementwise=%v/window=%v/convert=%d/transcendental=%v", s.Elementwise, s.Window, s.ConvertLanes, s.Transcendental)
 }
 
 // simdImpl returns the kernels that have assembly outside the GEMM and
@@ -64,6 +64,22 @@ func simdImpl(s kernels.SIMD, p *kernels.Pool) kerneltest.Impl {
 		Relu: func(dst, x []float32) []float32 {
 			defer kernels.SetSIMD(kernels.SetSIMD(s))
 			return kernels.Relu(dst, x)
+		},
+		Sigmoid: func(dst, x []float32) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.Sigmoid(dst, x)
+		},
+		Tanh: func(dst, x []float32) []float32 {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.Tanh(dst, x)
+		},
+		SoftmaxCrossEntropy: func(loss, logits []float32, labels []int32, rows, cols int) int {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.SoftmaxCrossEntropy(loss, logits, labels, rows, cols)
+		},
+		SoftmaxCrossEntropyGrad: func(dst, logits []float32, labels []int32, g []float32, rows, cols int) int {
+			defer kernels.SetSIMD(kernels.SetSIMD(s))
+			return kernels.SoftmaxCrossEntropyGrad(dst, logits, labels, g, rows, cols)
 		},
 		ReluGrad: func(dst, x, g []float32) []float32 {
 			defer kernels.SetSIMD(kernels.SetSIMD(s))
@@ -108,8 +124,9 @@ func simdImpl(s kernels.SIMD, p *kernels.Pool) kerneltest.Impl {
 	}
 }
 
-// TestSIMDSuite runs the suite on the elementwise loops, SumRows and the
-// 16-bit casts on every tier, against the Go loops: lengths around the
+// TestSIMDSuite runs the suite on the elementwise loops, SumRows, the
+// 16-bit casts, and the vector Sigmoid, Tanh and softmax cross-entropy
+// (trans.go) on every tier, against the Go loops: lengths around the
 // vector blocks (1, 7, 33, 1023, and 2^16+33, which ReluGrad splits over
 // the pool on more than one thread), in place, special values, every
 // 16-bit pattern.
