@@ -31,30 +31,7 @@ func TestKernelChoices(t *testing.T) {
 	train := kernelRun(t, bin, cache, profile)
 	for _, model := range []string{"cnn", "resnet", "unet"} {
 		os.Remove(cache)
-		base, msg := train(model, "rule")
-		if base == nil {
-			t.Fatalf("%s rule: %s", model, msg)
-		}
-		want, _ := strconv.ParseFloat(base["final_loss"], 64)
-		for _, mode := range []string{"direct", "im2col", "winograd", "measure", "measure"} {
-			r, msg := train(model, mode)
-			if r == nil {
-				t.Fatalf("%s %s: %s", model, mode, msg)
-			}
-			if r["planned_peak_bytes"] != r["measured_peak_bytes"] || r["planned_peak_bytes"] != base["planned_peak_bytes"] {
-				t.Errorf("%s %s: planned %s, measured %s; the rule's plan %s: want all equal", model, mode,
-					r["planned_peak_bytes"], r["measured_peak_bytes"], base["planned_peak_bytes"])
-			}
-			got, _ := strconv.ParseFloat(r["final_loss"], 64)
-			if d := math.Abs(got-want) / want; !(d < 2e-3) { // Adam turns the rounding of near-zero gradients into whole steps
-				t.Errorf("%s %s: final loss %v, the rule's %v (relative %.2g)", model, mode, got, want, d)
-			}
-			if r["kernels"] != mode {
-				t.Errorf("%s %s: RESULT kernels=%s", model, mode, r["kernels"])
-			}
-			checkProfile(t, profile, model+" "+mode, mode)
-			t.Logf("%s %s: final loss %s, choosing %ss, shapes timed %s", model, mode, r["final_loss"], r["kernel_choice_s"], r["kernel_shapes_timed"])
-		}
+		checkModes(t, train, profile, model, "direct", "im2col", "winograd", "measure", "measure")
 	}
 	// the second measured run of each model read the file (made afresh for
 	// each model): one more run of the last model times nothing, and the
@@ -120,34 +97,44 @@ func TestMatMulChoices(t *testing.T) {
 	train := kernelRun(t, bin, cache, profile)
 	for _, model := range []string{"mlp", "lstm", "gpt"} {
 		os.Remove(cache)
-		base, msg := train(model, "rule")
-		if base == nil {
-			t.Fatalf("%s rule: %s", model, msg)
-		}
-		checkProfile(t, profile, model+" rule", "rule")
-		want, _ := strconv.ParseFloat(base["final_loss"], 64)
-		for _, mode := range []string{"packed1", "tiles", "tiles1", "measure", "measure"} {
-			r, msg := train(model, mode)
-			if r == nil {
-				t.Fatalf("%s %s: %s", model, mode, msg)
-			}
-			if r["planned_peak_bytes"] != r["measured_peak_bytes"] || r["planned_peak_bytes"] != base["planned_peak_bytes"] {
-				t.Errorf("%s %s: planned %s, measured %s; the rule's plan %s: want all equal", model, mode,
-					r["planned_peak_bytes"], r["measured_peak_bytes"], base["planned_peak_bytes"])
-			}
-			got, _ := strconv.ParseFloat(r["final_loss"], 64)
-			if d := math.Abs(got-want) / want; !(d < 2e-3) {
-				t.Errorf("%s %s: final loss %v, the rule's %v (relative %.2g)", model, mode, got, want, d)
-			}
-			if r["kernels"] != mode {
-				t.Errorf("%s %s: RESULT kernels=%s", model, mode, r["kernels"])
-			}
-			checkProfile(t, profile, model+" "+mode, mode)
-			t.Logf("%s %s: final loss %s, choosing %ss, shapes timed %s", model, mode, r["final_loss"], r["kernel_choice_s"], r["kernel_shapes_timed"])
-		}
+		checkModes(t, train, profile, model, "packed1", "tiles", "tiles1", "measure", "measure")
 		if r, _ := train(model, "measure"); r == nil || r["kernel_shapes_timed"] != "0" {
 			t.Errorf("%s: a run of a plan already measured: %v, want 0 shapes timed", model, r)
 		}
+	}
+}
+
+// checkModes trains model with the rule and then with each of modes
+// (train: kernelRun's), and checks each run against the rule's: the same
+// plan and planned == measured, the final loss within float32 rounding
+// through 4 steps of Adam, RESULT's kernels, and the profile's kernel
+// columns (checkProfile).
+func checkModes(t *testing.T, train func(model, mode string) (map[string]string, string), profile, model string, modes ...string) {
+	t.Helper()
+	base, msg := train(model, "rule")
+	if base == nil {
+		t.Fatalf("%s rule: %s", model, msg)
+	}
+	checkProfile(t, profile, model+" rule", "rule")
+	want, _ := strconv.ParseFloat(base["final_loss"], 64)
+	for _, mode := range modes {
+		r, msg := train(model, mode)
+		if r == nil {
+			t.Fatalf("%s %s: %s", model, mode, msg)
+		}
+		if r["planned_peak_bytes"] != r["measured_peak_bytes"] || r["planned_peak_bytes"] != base["planned_peak_bytes"] {
+			t.Errorf("%s %s: planned %s, measured %s; the rule's plan %s: want all equal", model, mode,
+				r["planned_peak_bytes"], r["measured_peak_bytes"], base["planned_peak_bytes"])
+		}
+		got, _ := strconv.ParseFloat(r["final_loss"], 64)
+		if d := math.Abs(got-want) / want; !(d < 2e-3) { // Adam turns the rounding of near-zero gradients into whole steps
+			t.Errorf("%s %s: final loss %v, the rule's %v (relative %.2g)", model, mode, got, want, d)
+		}
+		if r["kernels"] != mode {
+			t.Errorf("%s %s: RESULT kernels=%s", model, mode, r["kernels"])
+		}
+		checkProfile(t, profile, model+" "+mode, mode)
+		t.Logf("%s %s: final loss %s, choosing %ss, shapes timed %s", model, mode, r["final_loss"], r["kernel_choice_s"], r["kernel_shapes_timed"])
 	}
 }
 
