@@ -14,10 +14,11 @@ type SIMD struct {
 	// Transcendental: trans.go's vector paths (Sigmoid, Tanh, the softmax
 	// cross-entropy)
 	Transcendental bool
+	Norm           bool // layernorm_amd64.s: the float32 layer norm's loops
 }
 
 // simdMax is what this CPU and build run.
-var simdMax = SIMD{Elementwise: simdF32, Window: simdPool, ConvertLanes: max(convF16Max, convBF16Max), Transcendental: transVector || attnRows.name != "go"}
+var simdMax = SIMD{Elementwise: simdF32, Window: simdPool, ConvertLanes: max(convF16Max, convBF16Max), Transcendental: transVector || attnRows.name != "go", Norm: lnVector}
 
 // MaxSIMD returns the widest setting this CPU and build run.
 func MaxSIMD() SIMD { return simdMax }
@@ -26,10 +27,11 @@ func MaxSIMD() SIMD { return simdMax }
 // previous setting. It does not allocate, so a per-call wrapper can switch a
 // tier on around one kernel call: defer SetSIMD(SetSIMD(s)).
 func SetSIMD(s SIMD) (old SIMD) {
-	old = SIMD{Elementwise: simdF32, Window: simdPool, ConvertLanes: max(convF16Lanes, convBF16Lanes), Transcendental: simdTrans}
+	old = SIMD{Elementwise: simdF32, Window: simdPool, ConvertLanes: max(convF16Lanes, convBF16Lanes), Transcendental: simdTrans, Norm: simdNorm}
 	simdF32 = s.Elementwise && simdMax.Elementwise
 	simdPool = s.Window && simdMax.Window
 	convF16Lanes, convBF16Lanes = min(s.ConvertLanes, convF16Max), min(s.ConvertLanes, convBF16Max)
 	simdTrans = s.Transcendental && simdMax.Transcendental
+	simdNorm = s.Norm && simdMax.Norm
 	return old
 }

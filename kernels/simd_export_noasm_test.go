@@ -13,6 +13,7 @@ type SIMD struct {
 	// Transcendental: trans.go's vector paths; the softmax cross-entropy's
 	// run on attention's row operations, Go here
 	Transcendental bool
+	Norm           bool
 }
 
 // MaxSIMD returns the widest setting this CPU and build run: none.
