@@ -31,7 +31,7 @@ func TestLayerNormVector(t *testing.T) {
 		}
 		return v
 	}
-	close := func(what string, C int, got, want []float32, rel float64) {
+	near := func(what string, C int, got, want []float32, rel float64) {
 		t.Helper()
 		for i := range want {
 			if d := math.Abs(float64(got[i]) - float64(want[i])); d > rel*math.Max(1, math.Abs(float64(want[i]))) || got[i] != got[i] {
@@ -50,9 +50,9 @@ func TestLayerNormVector(t *testing.T) {
 			return o
 		}
 		vec, ref := fwd(true, x, 0, rows), fwd(false, x, 0, rows)
-		close("y", C, vec.y, ref.y, 1e-6)
-		close("mean", C, vec.mean, ref.mean, 1e-6)
-		close("rstd", C, vec.rstd, ref.rstd, 1e-6)
+		near("y", C, vec.y, ref.y, 1e-6)
+		near("mean", C, vec.mean, ref.mean, 1e-6)
+		near("rstd", C, vec.rstd, ref.rstd, 1e-6)
 		for row := 0; row < rows; row++ { // the definition, in float64
 			xr := x[row*C : (row+1)*C]
 			var s, ss float64
@@ -101,7 +101,7 @@ func TestLayerNormVector(t *testing.T) {
 		if !slices.Equal(bv.dg, br.dg) || !slices.Equal(bv.db, br.db) {
 			t.Errorf("C=%d: dgamma, dbeta %v %v, want the Go loop's %v %v", C, bv.dg, bv.db, br.dg, br.db)
 		}
-		close("dx", C, bv.dx, br.dx, 1e-5)
+		near("dx", C, bv.dx, br.dx, 1e-5)
 		dyCopy := slices.Clone(dy)
 		over := bwd(true, dy) // dx over dy
 		if !slices.Equal(over.dx, bv.dx) {
