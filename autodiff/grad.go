@@ -43,6 +43,7 @@ type vjp struct {
 	refetch func(*graph.Node) *graph.Node
 	remat   map[*graph.Node]*graph.Node
 	up      map[upKey]*graph.Node // the backward pass's up-casts of 16-bit values
+	slotOf  map[*graph.Node]int   // a slice's gradient source: the id of the value it is a slice of (stacked.go)
 }
 
 // upKey names an up-cast: a 16-bit value and the dtype it widens to.
@@ -145,7 +146,7 @@ func Grad(loss *graph.Node, wrt ...*graph.Node) []*graph.Node {
 
 // GradWith is Grad with options (rematerialization).
 func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
-	c := &vjp{keep: opt.Keep, lower: opt.Lower, refetch: opt.Refetch, remat: map[*graph.Node]*graph.Node{}, up: map[upKey]*graph.Node{}}
+	c := &vjp{keep: opt.Keep, lower: opt.Lower, refetch: opt.Refetch, remat: map[*graph.Node]*graph.Node{}, up: map[upKey]*graph.Node{}, slotOf: map[*graph.Node]int{}}
 	g := loss.Graph()
 	if loss.Shape().Rank() != 0 || (loss.DType() != 0 && !loss.DType().IsFloat()) {
 		panic(&graph.Error{Op: loss.Op(), Owner: loss.Owner(), Msg: fmt.Sprintf("loss must be a float scalar, got %s%v", loss.DType(), loss.Shape())})
@@ -215,26 +216,67 @@ func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
 	}
 	adj := make([]*graph.Node, n)
 	final := make([]*graph.Node, len(wrt))
-	finish := func(i int) {
-		w := wrt[i]
-		if w.ID() < n && adj[w.ID()] != nil {
-			final[i] = adj[w.ID()]
-		} else {
-			final[i] = g.Full(0, w.DType(), w.Shape()) // the loss does not depend on w
+	// firstReader is the smallest id among the differentiated readers of
+	// node x: once the sweep has processed it, x's gradient is final.
+	firstReader := func(x *graph.Node) int {
+		for id := x.ID() + 1; id < n; id++ {
+			if !fromW[id] || !toLoss[id] {
+				continue
+			}
+			for _, in := range nodes[id].Inputs() {
+				if in == x {
+					return id
+				}
+			}
 		}
+		return -1
+	}
+	emit := func(i int, grad *graph.Node) {
+		final[i] = grad
 		if opt.OnGrad != nil {
-			opt.OnGrad(i, final[i])
+			opt.OnGrad(i, grad)
 		}
+	}
+	// pending: weight gradients stacked over a recurrence's steps, built
+	// when the sweep has processed the node of their key (stacked.go)
+	pending := map[int][]*stackedGrad{}
+	resolve := func(s *stackedGrad) {
+		w := wrt[s.wrt]
+		if grad := s.build(adj[s.x], w.Owner()); grad != nil {
+			emit(s.wrt, grad)
+			return
+		}
+		emit(s.wrt, adj[w.ID()])
+	}
+	finish := func(i, at int) {
+		w := wrt[i]
+		if w.ID() >= n || adj[w.ID()] == nil {
+			emit(i, g.Full(0, w.DType(), w.Shape())) // the loss does not depend on w
+			return
+		}
+		if s := c.planStacked(i, adj[w.ID()]); s != nil {
+			if f := firstReader(nodes[s.x]); f >= 0 && f < at {
+				pending[f] = append(pending[f], s)
+				return
+			} else if f >= 0 {
+				resolve(s)
+				return
+			}
+		}
+		emit(i, adj[w.ID()])
 	}
 	adj[loss.ID()] = g.Scalar(1, loss.DType())
 	for id := n - 1; id >= 0; id-- {
 		c.backprop(nodes[id], adj, fromW, toLoss)
 		for _, i := range done[id] {
-			finish(i)
+			finish(i, id)
+		}
+		for _, s := range pending[id] {
+			resolve(s)
 		}
 	}
 	for _, i := range noReader {
-		finish(i)
+		finish(i, -1)
 	}
 	return final
 }
@@ -269,6 +311,7 @@ func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool
 		if !gx.Shape().Equal(in.Shape()) || gx.DType() != in.DType() {
 			panic(&graph.Error{Op: node.Op(), Owner: node.Owner(), Msg: fmt.Sprintf("gradient rule gave %s%v for input %s%v", gx.DType(), gx.Shape(), in.DType(), in.Shape())})
 		}
+		c.recordSlot(in, gx)
 		if adj[in.ID()] == nil {
 			adj[in.ID()] = gx
 		} else {

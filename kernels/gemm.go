@@ -192,7 +192,8 @@ type gemmCall struct {
 	dst, a, b                  []float32
 	m, n, k                    int
 	transA, transB, accumulate bool
-	serial                     bool // one region, on the calling thread
+	serial                     bool      // one region, on the calling thread
+	bPacked                    []float32 // op(b) packed whole by PackB, or nil: pack it per block
 
 	parts  int  // threads that take a region
 	byRows bool // regions are row ranges (else column ranges)
@@ -247,20 +248,27 @@ func (c *gemmCall) region(ws *gemmWorkspace, i0, i1, j0, j1 int) {
 			c.packA(ws.a, ic, mc, pc, kc, mr)
 			for jc := j0; jc < j1; jc += ncs {
 				nc := min(ncs, j1-jc)
-				c.packB(ws.b, pc, kc, jc, nc, nr)
-				c.macroKernel(ws, ic, mc, jc, nc, kc, load)
+				bb := ws.b
+				if c.bPacked != nil {
+					// PackB's block at pc, from micro-panel jc/nr
+					bb = c.bPacked[pc*ceilDiv(c.n, nr)*nr+jc*kc:]
+				} else {
+					c.packB(ws.b, pc, kc, jc, nc, nr)
+				}
+				c.macroKernel(ws, bb, ic, mc, jc, nc, kc, load)
 			}
 		}
 	}
 }
 
 // macroKernel runs the micro-kernel over the packed A panel (mc rows from
-// ic) and B block (nc columns from jc), kc deep, in the tier's loop order.
-func (c *gemmCall) macroKernel(ws *gemmWorkspace, ic, mc, jc, nc, kc int, load bool) {
+// ic) and B block bb (nc columns from jc), kc deep, in the tier's loop
+// order.
+func (c *gemmCall) macroKernel(ws *gemmWorkspace, bb []float32, ic, mc, jc, nc, kc int, load bool) {
 	mr, nr := c.tier.mr, c.tier.nr
 	if c.tier.bInL1 {
 		for jr := 0; jr < nc; jr += nr {
-			bp := ws.b[jr*kc : (jr+nr)*kc]
+			bp := bb[jr*kc : (jr+nr)*kc]
 			for ir := 0; ir < mc; ir += mr {
 				c.tile(ws, ws.a[ir*kc:(ir+mr)*kc], bp, ic+ir, jc+jr, min(mr, mc-ir), min(nr, nc-jr), kc, load)
 			}
@@ -270,7 +278,7 @@ func (c *gemmCall) macroKernel(ws *gemmWorkspace, ic, mc, jc, nc, kc int, load b
 	for ir := 0; ir < mc; ir += mr {
 		ap := ws.a[ir*kc : (ir+mr)*kc]
 		for jr := 0; jr < nc; jr += nr {
-			c.tile(ws, ap, ws.b[jr*kc:(jr+nr)*kc], ic+ir, jc+jr, min(mr, mc-ir), min(nr, nc-jr), kc, load)
+			c.tile(ws, ap, bb[jr*kc:(jr+nr)*kc], ic+ir, jc+jr, min(mr, mc-ir), min(nr, nc-jr), kc, load)
 		}
 	}
 }

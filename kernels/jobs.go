@@ -158,7 +158,7 @@ func (j *poolJob) part(ws *gemmWorkspace, r, slot int) {
 				for jc := 0; jc < c.n; jc += ncs {
 					nc := min(ncs, c.n-jc)
 					c.packB(ws.b, 0, k, jc, nc, nr)
-					c.macroKernel(ws, ic, mc, jc, nc, k, false)
+					c.macroKernel(ws, ws.b, ic, mc, jc, nc, k, false)
 				}
 			}
 			return
@@ -260,7 +260,7 @@ func (j *poolJob) filterPackedT(ws *gemmWorkspace, dst []float32, q0, q1, a, b i
 	for jc := 0; jc < f; jc += ncs {
 		nc := min(ncs, f-jc)
 		c.packB(ws.b, 0, rows, jc, nc, nr)
-		c.macroKernel(ws, 0, b-a, jc, nc, rows, acc)
+		c.macroKernel(ws, ws.b, 0, b-a, jc, nc, rows, acc)
 	}
 }
 

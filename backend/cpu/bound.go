@@ -50,6 +50,9 @@ type Bound struct {
 	// mmAlgo is a float32 matrix product's algorithm (nil for other
 	// instructions)
 	mmAlgo *kernels.MatMulAlgo
+	// prepacked: a product that reads its second operand packed once for
+	// its group (packed.go)
+	prepacked bool
 }
 
 // bind binds b to in over bufs, the bytes of every buffer of the program,

@@ -60,10 +60,14 @@ func (p *program) RunTimed(d []time.Duration) error {
 
 // Kernel names the kernel instruction i runs where there is a choice: a
 // float32 convolution's algorithm ("direct", "im2col", "winograd") or
-// matrix product's ("packed", "packed1", "tiles", "tiles1"); ""
-// elsewhere.
+// matrix product's ("packed", "packed1", "tiles", "tiles1", or
+// "prepacked" for a product of a group sharing one packing of its second
+// operand, packed.go); "" elsewhere.
 func (p *program) Kernel(i int) string {
 	b := &p.bound[i]
+	if b.prepacked {
+		return "prepacked"
+	}
 	if b.mmAlgo != nil {
 		return b.mmAlgo.String()
 	}

@@ -97,8 +97,15 @@ func (t *Target) Lower(it *compile.Instr) int64 {
 // Scratch returns the bytes of packing buffers the float32 products of
 // instrs need on the planned threads (kernels.Scratch): the most any one
 // product or convolution packs per thread (the kernel table's entries),
-// for each thread.
+// for each thread; and the area of the weights packed once for many
+// products (packed.go).
 func (t *Target) Scratch(instrs []compile.Instr) int64 {
+	return t.productScratch(instrs) + packedBytes(instrs)
+}
+
+// productScratch returns the bytes of the products' packing buffers, one
+// set per thread.
+func (t *Target) productScratch(instrs []compile.Instr) int64 {
 	per := 0
 	for i := range instrs {
 		it := &instrs[i]
@@ -152,16 +159,35 @@ func (t *Target) BindHost(p *compile.Program, bufs []runtime.Span, scratch runti
 	}
 	pool, threads := t.Pool(), t.threads
 	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs)), pool: pool}
+	// the packing area of the shared weights is the scratch's tail, where
+	// the scratch has room for it (Scratch reserved it)
+	sb := scratch.Bytes()
+	var groups []*packGroup
+	var area []byte
+	grouped := map[int]bool{}
+	if gs, floats := packGroups(p.Instrs); floats > 0 && packing(choices) && threads > 0 {
+		need := int64(floats)*4 + 64
+		if int64(len(sb)) >= t.productScratch(p.Instrs)+need {
+			groups, area, sb = gs, sb[int64(len(sb))-need:], sb[:int64(len(sb))-need]
+			for _, g := range groups {
+				for _, i := range g.members {
+					grouped[i] = true
+				}
+			}
+		}
+	}
 	var todo []*pending
 	for i := range p.Instrs {
 		if err := bind(&r.bound[i], &p.Instrs[i], views, comm, pool, choices); err != nil {
 			return nil, fmt.Errorf("binding %q: %w", p.Name, err)
 		}
-		if pd := r.bound[i].pending; pd != nil {
-			todo, r.bound[i].pending = append(todo, pd), nil
+		if pd := r.bound[i].pending; pd != nil && !grouped[i] {
+			todo = append(todo, pd)
 		}
+		r.bound[i].pending = nil
 	}
-	if b := scratch.Bytes(); len(b) > 0 && threads > 0 {
+	bindPacked(r.bound, groups, area)
+	if b := sb; len(b) > 0 && threads > 0 {
 		if per := (len(b)/threads - 64) / 4; per > 0 {
 			r.scratch = kernels.NewScratch(b, per, threads)
 		}
