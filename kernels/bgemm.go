@@ -72,13 +72,7 @@ import "github.com/headroom-ml/headroom/tensor"
 // panics if a size is negative or a length does not match.
 func MatMulBF16On(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate bool) []float32 {
 	checkMatMul("MatMulBF16", len(dst), len(a), len(b), m, n, k)
-	if m == 0 || n == 0 {
-		return dst
-	}
-	if k == 0 {
-		if !accumulate {
-			clear(dst)
-		}
+	if emptyProduct(dst, m, n, k, accumulate) {
 		return dst
 	}
 	tier := bgemmTier(n)

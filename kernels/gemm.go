@@ -145,13 +145,7 @@ func sgemm(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate
 
 // sgemmOn is sgemm, on the calling thread alone when serial is set.
 func sgemmOn(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumulate, serial bool) {
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if !accumulate {
-			clear(dst)
-		}
+	if emptyProduct(dst, m, n, k, accumulate) {
 		return
 	}
 	if sgemmExternal != nil {
@@ -168,6 +162,22 @@ func sgemmOn(p *Pool, dst, a, b []float32, m, n, k int, transA, transB, accumula
 		dst: dst, a: a, b: b, m: m, n: n, k: k,
 		transA: transA, transB: transB, accumulate: accumulate, serial: serial,
 	})
+}
+
+// emptyProduct reports whether a product of m×k by k×n has nothing to
+// multiply (a size is 0), having set dst: zero without accumulate when k
+// is 0.
+func emptyProduct(dst []float32, m, n, k int, accumulate bool) bool {
+	if m == 0 || n == 0 {
+		return true
+	}
+	if k == 0 {
+		if !accumulate {
+			clear(dst)
+		}
+		return true
+	}
+	return false
 }
 
 // gemmTierFor returns the tier that runs products of n columns: the

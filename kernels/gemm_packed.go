@@ -59,13 +59,7 @@ func SgemmPackedOn(p *Pool, dst, a, bp []float32, m, n, k int, transA, transB, a
 	checkLen("SgemmPacked", "a", len(a), m*k)
 	checkLen("SgemmPacked", "packed b", len(bp), PackedBLen(n, k))
 	checkLen("SgemmPacked", "dst", len(dst), m*n)
-	if m == 0 || n == 0 {
-		return dst
-	}
-	if k == 0 {
-		if !accumulate {
-			clear(dst)
-		}
+	if emptyProduct(dst, m, n, k, accumulate) {
 		return dst
 	}
 	if sgemmExternal != nil {

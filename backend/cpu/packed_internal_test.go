@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/headroom-ml/headroom/compile"
@@ -65,22 +66,10 @@ func TestPackGroups(t *testing.T) {
 				t.Fatalf("%d groups over %d floats, want %d over %d", len(groups), floats, len(c.members), c.floats)
 			}
 			for i, g := range groups {
-				if !equalInts(g.members, c.members[i]) || g.off != c.offs[i] {
+				if !slices.Equal(g.members, c.members[i]) || g.off != c.offs[i] {
 					t.Errorf("group %d: members %v at %d, want %v at %d", i, g.members, g.off, c.members[i], c.offs[i])
 				}
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
