@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of headroom: vet, build (also with cgo off), unit tests,
 # race tests of the concurrent packages (kernels: the worker pool and its
-# jobs; train: in-process data-parallel ranks), and a short run of every fuzz
+# jobs; backend/cpu: kernels bound over the pool, packings shared by
+# products; train: in-process data-parallel ranks), and a short run of every fuzz
 # target. Installs what it needs (Go modules) first. Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -136,7 +137,7 @@ step "the memory promise (whole runs in memory cgroups, alone on the machine)"
 go test -count=1 -timeout 30m ./internal/promise
 
 step "race tests (concurrent packages)"
-race_pkgs=$(go list ./mem/... ./data/... ./runtime/... ./kernels ./train 2>/dev/null || true)
+race_pkgs=$(go list ./mem/... ./data/... ./runtime/... ./kernels ./backend/cpu ./train 2>/dev/null || true)
 # shellcheck disable=SC2086
 go test -race -count=1 -timeout 30m $race_pkgs
 
