@@ -31,8 +31,8 @@ import (
 // minStacked is the least number of per-step products worth stacking.
 const minStacked = 4
 
-// stackedTerm is one product op(a)ᵀ·g of a weight's gradient sum.
-type stackedTerm struct{ a, g, node *graph.Node }
+// stackedTerm is one product aᵀ·g of a weight's gradient sum.
+type stackedTerm struct{ a, g *graph.Node }
 
 // stackedGrad is a weight gradient waiting for D to be final.
 type stackedGrad struct {
@@ -92,7 +92,7 @@ func (c *vjp) planStacked(i int, sum *graph.Node) *stackedGrad {
 			rest = append(rest, t)
 			continue
 		}
-		cands = append(cands, stackedTerm{a, g, t})
+		cands = append(cands, stackedTerm{a, g})
 		if x, ok := c.slotOf[g]; ok {
 			votes[x]++
 		}
