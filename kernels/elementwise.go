@@ -146,7 +146,8 @@ func SigmoidGrad[T Float](dst, y, g []T) []T {
 	checkLen("SigmoidGrad", "y", len(y), len(dst))
 	checkLen("SigmoidGrad", "g", len(g), len(dst))
 	y, g = y[:len(dst)], g[:len(dst)]
-	for i := range dst {
+	i := gateGradSIMD(dst, y, g, false)
+	for ; i < len(dst); i++ {
 		dst[i] = g[i] * y[i] * (1 - y[i])
 	}
 	return dst
@@ -158,8 +159,35 @@ func TanhGrad[T Float](dst, y, g []T) []T {
 	checkLen("TanhGrad", "y", len(y), len(dst))
 	checkLen("TanhGrad", "g", len(g), len(dst))
 	y, g = y[:len(dst)], g[:len(dst)]
-	for i := range dst {
+	i := gateGradSIMD(dst, y, g, true)
+	for ; i < len(dst); i++ {
 		dst[i] = g[i] * (1 - y[i]*y[i])
 	}
 	return dst
+}
+
+// gateGradSIMD computes a prefix of SigmoidGrad (tanh false) or TanhGrad
+// (tanh true) in the vector loops of the binary ops, block by block
+// through a stack buffer, with the scalar loops' operations in their
+// order, so the bits are theirs: (g·y)·(1-y), and g·(1-y·y). It returns
+// how many elements it did (0 where there are no vector loops). The
+// recurrent layers' gates are sigmoids and tanhs, and their gradients ran
+// one element at a time.
+func gateGradSIMD[T Float](dst, y, g []T, tanh bool) int {
+	n := simdPrefix[T](len(dst))
+	var tmp [256]T
+	for lo := 0; lo < n; lo += len(tmp) {
+		hi := min(n, lo+len(tmp))
+		t, d, yy, gg := tmp[:hi-lo], dst[lo:hi], y[lo:hi], g[lo:hi]
+		if tanh {
+			binaryVVSIMD(Mul, t, yy, yy)
+			binaryVSSIMD(Sub, t, t, 1, true) // 1 - y·y
+			binaryVVSIMD(Mul, d, gg, t)
+			continue
+		}
+		binaryVSSIMD(Sub, t, yy, 1, true) // 1 - y
+		binaryVVSIMD(Mul, d, gg, yy)
+		binaryVVSIMD(Mul, d, d, t)
+	}
+	return n
 }

@@ -9,6 +9,7 @@ func binaryVSSIMD[T Float](op BinaryOp, dst, a []T, s T, scalarLeft bool) int { 
 func reluSIMD[T Float](dst, x []T) int                                        { return 0 }
 func reluGradSIMD[T Float](dst, x, g []T) int                                 { return 0 }
 func sqrtSIMD[T Float](dst, x []T) int                                        { return 0 }
+func simdPrefix[T Float](n int) int                                           { return 0 }
 
 const (
 	simdF32   = false

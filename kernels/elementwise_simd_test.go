@@ -60,6 +60,21 @@ func TestFloat32LoopsBitExact(t *testing.T) {
 					}
 				}
 			}
+			// the gates' gradients: a as the sigmoid's or tanh's output y,
+			// b as the upstream gradient, and in place over either
+			sg := kernels.SigmoidGrad(make([]float32, n), a, b)
+			tg := kernels.TanhGrad(make([]float32, n), a, b)
+			sgy := kernels.SigmoidGrad(append([]float32(nil), a...), append([]float32(nil), a...), b)
+			tgg := kernels.TanhGrad(append([]float32(nil), b...), a, append([]float32(nil), b...))
+			for i := 0; i < n; i++ {
+				ws, wt := b[i]*a[i]*(1-a[i]), b[i]*(1-a[i]*a[i])
+				if !same(sg[i], ws) || !same(sgy[i], ws) {
+					t.Fatalf("sigmoid grad n=%d off=%d [%d]: y %v g %v: got %v (in place %v), want %v", n, off, i, a[i], b[i], sg[i], sgy[i], ws)
+				}
+				if !same(tg[i], wt) || !same(tgg[i], wt) {
+					t.Fatalf("tanh grad n=%d off=%d [%d]: y %v g %v: got %v (in place %v), want %v", n, off, i, a[i], b[i], tg[i], tgg[i], wt)
+				}
+			}
 			relu := kernels.Relu(make([]float32, n), a)
 			grad := kernels.ReluGrad(make([]float32, n), a, b)
 			sq := kernels.Sqrt(make([]float32, n), a)

@@ -5,46 +5,76 @@
 package kernels
 
 // addVV32 sets dst[i] = a[i] add b[i] for i < n; n is a multiple of 32.
+//
+//go:noescape
 func addVV32(dst *float32, a *float32, b *float32, n int)
 
 // addVS32 sets dst[i] = a[i] add s for i < n; n is a multiple of 32.
+//
+//go:noescape
 func addVS32(dst *float32, a *float32, s float32, n int)
 
 // addSV32 sets dst[i] = s add a[i] for i < n; n is a multiple of 32.
+//
+//go:noescape
 func addSV32(dst *float32, a *float32, s float32, n int)
 
 // subVV32 sets dst[i] = a[i] sub b[i] for i < n; n is a multiple of 32.
+//
+//go:noescape
 func subVV32(dst *float32, a *float32, b *float32, n int)
 
 // subVS32 sets dst[i] = a[i] sub s for i < n; n is a multiple of 32.
+//
+//go:noescape
 func subVS32(dst *float32, a *float32, s float32, n int)
 
 // subSV32 sets dst[i] = s sub a[i] for i < n; n is a multiple of 32.
+//
+//go:noescape
 func subSV32(dst *float32, a *float32, s float32, n int)
 
 // mulVV32 sets dst[i] = a[i] mul b[i] for i < n; n is a multiple of 32.
+//
+//go:noescape
 func mulVV32(dst *float32, a *float32, b *float32, n int)
 
 // mulVS32 sets dst[i] = a[i] mul s for i < n; n is a multiple of 32.
+//
+//go:noescape
 func mulVS32(dst *float32, a *float32, s float32, n int)
 
 // mulSV32 sets dst[i] = s mul a[i] for i < n; n is a multiple of 32.
+//
+//go:noescape
 func mulSV32(dst *float32, a *float32, s float32, n int)
 
 // divVV32 sets dst[i] = a[i] div b[i] for i < n; n is a multiple of 32.
+//
+//go:noescape
 func divVV32(dst *float32, a *float32, b *float32, n int)
 
 // divVS32 sets dst[i] = a[i] div s for i < n; n is a multiple of 32.
+//
+//go:noescape
 func divVS32(dst *float32, a *float32, s float32, n int)
 
 // divSV32 sets dst[i] = s div a[i] for i < n; n is a multiple of 32.
+//
+//go:noescape
 func divSV32(dst *float32, a *float32, s float32, n int)
 
 // sqrt32 sets dst[i] = sqrt(x[i]) for i < n; n is a multiple of 32.
+//
+//go:noescape
 func sqrt32(dst *float32, x *float32, n int)
 
 // relu32 sets dst[i] = relu(x[i]) for i < n; n is a multiple of 32.
+//
+//go:noescape
 func relu32(dst *float32, x *float32, n int)
 
 // reluGrad32 sets dst[i] = grad[i] where x[i] > 0 and 0 elsewhere, for i < n; n is a multiple of 32.
+//
+//go:noescape
 func reluGrad32(dst *float32, x *float32, grad *float32, n int)

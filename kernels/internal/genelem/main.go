@@ -44,6 +44,7 @@ func main() {
 func vv(name string, inst func(a, b, d Op)) {
 	TEXT(name+"VV32", NOSPLIT, "func(dst, a, b *float32, n int)")
 	Doc(name + "VV32 sets dst[i] = a[i] " + name + " b[i] for i < n; n is a multiple of 32.")
+	Pragma("noescape")
 	dst, a, b, n := Load(Param("dst"), GP64()), Load(Param("a"), GP64()), Load(Param("b"), GP64()), Load(Param("n"), GP64())
 	loop(n, func(off int) {
 		x, y := YMM(), YMM()
@@ -64,6 +65,7 @@ func vs(name string, inst func(a, b, d Op), scalarLeft bool) {
 	}
 	TEXT(fn, NOSPLIT, "func(dst, a *float32, s float32, n int)")
 	Doc(fn + doc + " for i < n; n is a multiple of 32.")
+	Pragma("noescape")
 	dst, a, n := Load(Param("dst"), GP64()), Load(Param("a"), GP64()), Load(Param("n"), GP64())
 	s := YMM()
 	VBROADCASTSS(Load(Param("s"), XMM()), s)
@@ -85,6 +87,7 @@ func vs(name string, inst func(a, b, d Op), scalarLeft bool) {
 func unary(name string, f func(x, d, zero reg.VecVirtual)) {
 	TEXT(name+"32", NOSPLIT, "func(dst, x *float32, n int)")
 	Doc(name + "32 sets dst[i] = " + name + "(x[i]) for i < n; n is a multiple of 32.")
+	Pragma("noescape")
 	dst, x, n := Load(Param("dst"), GP64()), Load(Param("x"), GP64()), Load(Param("n"), GP64())
 	zero := YMM()
 	VXORPS(zero, zero, zero)
@@ -102,6 +105,7 @@ func unary(name string, f func(x, d, zero reg.VecVirtual)) {
 func reluGrad() {
 	TEXT("reluGrad32", NOSPLIT, "func(dst, x, grad *float32, n int)")
 	Doc("reluGrad32 sets dst[i] = grad[i] where x[i] > 0 and 0 elsewhere, for i < n; n is a multiple of 32.")
+	Pragma("noescape")
 	dst, x, g, n := Load(Param("dst"), GP64()), Load(Param("x"), GP64()), Load(Param("grad"), GP64()), Load(Param("n"), GP64())
 	zero := YMM()
 	VXORPS(zero, zero, zero)
