@@ -255,10 +255,11 @@ func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
 			return
 		}
 		if s := c.planStacked(i, adj[w.ID()]); s != nil {
-			if f := firstReader(nodes[s.x]); f >= 0 && f < at {
+			switch f := firstReader(nodes[s.x]); {
+			case f >= 0 && f < at: // D is final once the sweep reaches f
 				pending[f] = append(pending[f], s)
 				return
-			} else if f >= 0 {
+			case f >= 0: // D is final already
 				resolve(s)
 				return
 			}

@@ -69,16 +69,17 @@ func recurrenceGradCases() []gradCase {
 // per-step products: the gradient checks above hold either way.
 func TestStackedRecurrentGradient(t *testing.T) {
 	for _, c := range []struct {
-		name           string
-		state, back    bool
-		leak           bool
-		steps, stacked int // T, and whether stacked (1) or not (0)
+		name        string
+		state, back bool
+		leak        bool
+		steps       int // T
+		stacked     bool
 	}{
-		{"forward", false, false, false, 6, 1},
-		{"backwards_with_state", true, true, false, 6, 1},
-		{"input_read_elsewhere", false, false, true, 6, 0},
-		{"too_few_steps", false, false, false, 4, 0}, // 3 products
-		{"least_steps", false, false, false, 5, 1},   // 4 products
+		{"forward", false, false, false, 6, true},
+		{"backwards_with_state", true, true, false, 6, true},
+		{"input_read_elsewhere", false, false, true, 6, false},
+		{"too_few_steps", false, false, false, 4, false}, // 3 products
+		{"least_steps", false, false, false, 5, true},    // 4 products
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := graph.New()
@@ -97,8 +98,8 @@ func TestStackedRecurrentGradient(t *testing.T) {
 			}
 			gu := grads[1]
 			one := gu.Op() == graph.OpMatMul && gu.Attr().TransA && gu.Inputs()[0].Shape().Equal(tensor.Shape{B * c.steps, n})
-			if one != (c.stacked == 1) {
-				t.Fatalf("stacked %v, want %v: u's gradient is %s%v", one, c.stacked == 1, gu.Op(), gu.Shape())
+			if one != c.stacked {
+				t.Fatalf("stacked %v, want %v: u's gradient is %s%v", one, c.stacked, gu.Op(), gu.Shape())
 			}
 			if one && gu.Inputs()[1].Shape()[0] != B*c.steps {
 				t.Fatalf("the stacked product's second operand is %v, want %d rows", gu.Inputs()[1].Shape(), B*c.steps)
