@@ -47,6 +47,7 @@ type mapPar[T, U any] struct {
 	mu         sync.Mutex
 	readyCond  sync.Cond
 	roomCond   sync.Cond
+	wake       callerWake        // the consumer's context, for readyCond
 	ring       []*mapChunk[T, U] // ordered: chunk seq % len; unordered: FIFO of ready chunks from head
 	nready     int               // unordered: ready chunks in ring from head on
 	free       []*mapChunk[T, U]
@@ -303,6 +304,7 @@ func (m *mapPar[T, U]) take(ctx context.Context) (*mapChunk[T, U], error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		m.wake.watch(ctx, &m.readyCond)
 		m.readyCond.Wait()
 	}
 }
@@ -405,6 +407,9 @@ func (m *mapPar[T, U]) close() {
 	m.cancel()
 	m.wg.Wait()
 	m.stop()
+	m.mu.Lock()
+	m.wake.release()
+	m.mu.Unlock()
 	release := func(c *mapChunk[T, U], from int) {
 		for _, x := range c.xs {
 			m.in.release(x)

@@ -19,6 +19,7 @@ type queue[T any] struct {
 	done     bool
 	err      error // io.EOF or the producer's error, after the elements
 	stop     func() bool
+	wake     callerWake // the consumer's context, for notEmpty
 
 	// window counters for Autotune, guarded by mu
 	pops, emptyPops int
@@ -89,6 +90,7 @@ func (q *queue[T]) pop(ctx context.Context) (T, error) {
 		if err := ctx.Err(); err != nil {
 			return zero, err
 		}
+		q.wake.watch(ctx, &q.notEmpty)
 		q.notEmpty.Wait()
 	}
 	x := q.ring[q.head]
@@ -127,4 +129,5 @@ func (q *queue[T]) drain(release func(T)) {
 		q.head = (q.head + 1) % len(q.ring)
 	}
 	q.stop()
+	q.wake.release()
 }
