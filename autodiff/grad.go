@@ -44,6 +44,17 @@ type vjp struct {
 	remat   map[*graph.Node]*graph.Node
 	up      map[upKey]*graph.Node // the backward pass's up-casts of 16-bit values
 	slotOf  map[*graph.Node]int   // a slice's gradient source: the id of the value it is a slice of (stacked.go)
+	partGy  map[int][]*graph.Node // a multi-output op's id -> the gradients of its parts 1, 2, ... (nil: none)
+}
+
+// partGrad returns the gradient of part i of n (1 <= i), or nil when the
+// loss does not depend on it: for the rules that take their parts'
+// gradients (registerParts).
+func (c *vjp) partGrad(n *graph.Node, i int) *graph.Node {
+	if gs := c.partGy[n.ID()]; i-1 < len(gs) {
+		return gs[i-1]
+	}
+	return nil
 }
 
 // upKey names an up-cast: a 16-bit value and the dtype it widens to.
@@ -146,7 +157,8 @@ func Grad(loss *graph.Node, wrt ...*graph.Node) []*graph.Node {
 
 // GradWith is Grad with options (rematerialization).
 func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
-	c := &vjp{keep: opt.Keep, lower: opt.Lower, refetch: opt.Refetch, remat: map[*graph.Node]*graph.Node{}, up: map[upKey]*graph.Node{}, slotOf: map[*graph.Node]int{}}
+	c := &vjp{keep: opt.Keep, lower: opt.Lower, refetch: opt.Refetch, remat: map[*graph.Node]*graph.Node{}, up: map[upKey]*graph.Node{}, slotOf: map[*graph.Node]int{},
+		partGy: map[int][]*graph.Node{}}
 	g := loss.Graph()
 	if loss.Shape().Rank() != 0 || (loss.DType() != 0 && !loss.DType().IsFloat()) {
 		panic(&graph.Error{Op: loss.Op(), Owner: loss.Owner(), Msg: fmt.Sprintf("loss must be a float scalar, got %s%v", loss.DType(), loss.Shape())})
@@ -287,7 +299,11 @@ func GradWith(loss *graph.Node, opt Options, wrt ...*graph.Node) []*graph.Node {
 func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool) {
 	id, g := node.ID(), node.Graph()
 	gy := adj[id]
-	if gy == nil || !fromW[id] || !toLoss[id] || !anyFrom(node.Inputs(), fromW) {
+	if node.Op() == graph.OpPart {
+		c.partGradient(node, gy, fromW, toLoss)
+		return
+	}
+	if (gy == nil && c.partGy[id] == nil) || !fromW[id] || !toLoss[id] || !anyFrom(node.Inputs(), fromW) {
 		return // (a node of wrt computed from none of them: its gradient is final)
 	}
 	e := rules[node.Op()]
@@ -321,6 +337,31 @@ func (c *vjp) backprop(node *graph.Node, adj []*graph.Node, fromW, toLoss []bool
 			g.PopScope()
 		}
 	}
+}
+
+// partGradient keeps the gradient gy of a part for its op's rule, which
+// the sweep reaches later (a part's id is above its op's). An op whose rule
+// does not read its parts' gradients is refused, naming it.
+func (c *vjp) partGradient(part, gy *graph.Node, fromW, toLoss []bool) {
+	id := part.ID()
+	if gy == nil || !fromW[id] || !toLoss[id] {
+		return
+	}
+	op := part.Inputs()[0]
+	if !rules[op.Op()].parts {
+		panic(&graph.Error{Op: op.Op(), Owner: op.Owner(), Site: op.Site(),
+			Msg: fmt.Sprintf("has no gradient rule through its part %d (%s)", part.Attr().Part, rules[graph.OpPart].why)})
+	}
+	i := part.Attr().Part
+	gs := c.partGy[op.ID()]
+	for len(gs) < i {
+		gs = append(gs, nil)
+	}
+	if gs[i-1] != nil { // two part nodes of one output: one value
+		gy = accumulate(gs[i-1], gy)
+	}
+	gs[i-1] = gy
+	c.partGy[op.ID()] = gs
 }
 
 // anyFrom reports whether one of ins lies on a path from a node of wrt.

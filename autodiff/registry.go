@@ -29,6 +29,10 @@ type vjpEntry struct {
 	// why the op has no rule (rule nil): Grad panics, naming the op, if a
 	// loss is differentiated through it.
 	why string
+	// parts: the rule of a multi-output op also reads the gradients of its
+	// parts (vjp.partGrad); gy may then be nil when only a part has one.
+	// Without it a gradient through a part is refused.
+	parts bool
 }
 
 var rules [graph.NumOps]vjpEntry
@@ -36,6 +40,10 @@ var rules [graph.NumOps]vjpEntry
 // register sets op's rule when the package initializes. A second
 // registration of one op is a programming error.
 func register(op graph.Op, r rule) { set(op, vjpEntry{rule: r}) }
+
+// registerParts sets the rule of a multi-output op that differentiates
+// through its parts too (vjpEntry.parts).
+func registerParts(op graph.Op, r rule) { set(op, vjpEntry{rule: r, parts: true}) }
 
 // registerZero gives ops a rule that passes no gradient.
 func registerZero(ops ...graph.Op) {

@@ -27,8 +27,28 @@ func init() {
 		dx, dg, db := graph.LayerNormGrad(c.in(n, 0), c.in(n, 1), c.val(graph.PartOf(n, 1)), c.val(graph.PartOf(n, 2)), gy)
 		return []*graph.Node{dx, dg, db}
 	})
+	// an LSTM step: the backward pass reads the step's activations (its
+	// part 2, kept or recomputed with it) and the previous state, and takes
+	// the gradients of h and of c (part 1, which the next step reads); a
+	// missing one is zero
+	registerParts(graph.OpLSTMCell, func(c *vjp, n, gy *graph.Node) []*graph.Node {
+		g := n.Graph()
+		dc := c.partGrad(n, 1)
+		if gy == nil {
+			gy = g.Full(0, n.DType(), n.Shape())
+		}
+		if dc == nil {
+			dc = g.Full(0, n.DType(), n.Shape())
+		}
+		var cPrev *graph.Node
+		if len(n.Inputs()) == 2 {
+			cPrev = c.in(n, 1)
+		}
+		dz, dcPrev := graph.LSTMCellGrad(c.val(graph.PartOf(n, 2)), gy, dc, cPrev)
+		return []*graph.Node{dz, dcPrev}
+	})
 	register(graph.OpGelu, func(c *vjp, n, gy *graph.Node) []*graph.Node { return one(graph.GeluGrad(c.in(n, 0), gy)) })
-	registerNoRule(internal, graph.OpAttentionGrad, graph.OpGeluGrad, graph.OpLayerNormGrad, graph.OpUnsliceAdd)
-	registerNoRule("a further output: gradients through the parts of a multi-output op are not supported", graph.OpPart)
+	registerNoRule(internal, graph.OpAttentionGrad, graph.OpGeluGrad, graph.OpLayerNormGrad, graph.OpUnsliceAdd, graph.OpLSTMCellGrad)
+	registerNoRule("a further output: its gradient goes to its op's rule, which must take it", graph.OpPart)
 	registerNoRule("a decoding step's cache write: inference only", graph.OpCacheWrite)
 }

@@ -2,7 +2,10 @@ package autodiff_test
 
 import (
 	"math/rand/v2"
+	"strings"
+	"testing"
 
+	"github.com/headroom-ml/headroom/autodiff"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/tensor"
 )
@@ -52,6 +55,23 @@ func sequenceGradCases() []gradCase {
 		{name: "layer_norm/rows_of_one", shapes: []tensor.Shape{{4, 1}, {1}, {1}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			return graph.LayerNorm(x[0], x[1], x[2], 0.5) // x̂ = 0: the output is beta, the gradient of x 0
 		}},
+		// an LSTM step (B=3, 2 units): z alone, with a previous state, two
+		// steps chained through the state (part 1's gradient goes to the
+		// op's rule), and only the state read (no gradient of h at all)
+		{name: "lstm_cell", shapes: []tensor.Shape{{3, 8}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.LSTMCell(x[0], nil)
+		}},
+		{name: "lstm_cell/prev", shapes: []tensor.Shape{{3, 8}, {3, 2}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.LSTMCell(x[0], x[1])
+		}},
+		{name: "lstm_cell/two_steps", shapes: []tensor.Shape{{3, 8}, {3, 8}, {3, 2}, {2, 8}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			h1 := graph.LSTMCell(x[0], x[2])
+			h2 := graph.LSTMCell(graph.Add(x[1], graph.MatMul(h1, x[3])), graph.PartOf(h1, 1))
+			return graph.Concat(1, h2, graph.PartOf(h2, 1), h1)
+		}},
+		{name: "lstm_cell/state_only", shapes: []tensor.Shape{{3, 8}, {3, 2}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.PartOf(graph.LSTMCell(x[0], x[1]), 1)
+		}},
 		{name: "slices/unslice_add", shapes: []tensor.Shape{{4, 6}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			// overlapping slices of one value: their gradients are summed in place
 			a := graph.Slice(x[0], []int{0, 0}, []int{3, 4})
@@ -59,5 +79,21 @@ func sequenceGradCases() []gradCase {
 			c := graph.Slice(x[0], []int{2, 1}, []int{3, 5})
 			return graph.Concat(0, graph.Tanh(a), graph.Mul(b, b), graph.Exp(c))
 		}},
+	}
+}
+
+// TestPartGradientRefused differentiates through a part of an op whose
+// rule does not take its parts' gradients (a layer norm's row means): the
+// error names the op and the part.
+func TestPartGradientRefused(t *testing.T) {
+	g := graph.New()
+	x := g.Variable("x", graph.RoleParam, tensor.Float64, tensor.Shape{3, 4})
+	gamma := g.Variable("gamma", graph.RoleParam, tensor.Float64, tensor.Shape{4})
+	beta := g.Variable("beta", graph.RoleParam, tensor.Float64, tensor.Shape{4})
+	y := graph.LayerNorm(x, gamma, beta, 1e-3)
+	loss := graph.Add(graph.ReduceSum(y), graph.ReduceSum(graph.PartOf(y, 1)))
+	err := graph.Catch(func() { autodiff.Grad(loss, x) })
+	if err == nil || !strings.Contains(err.Error(), "layer_norm") || !strings.Contains(err.Error(), "part 1") {
+		t.Fatalf("got %v, want an error naming layer_norm and its part 1", err)
 	}
 }

@@ -29,6 +29,20 @@ func init() {
 	}
 	register(graph.OpLayerNorm, lowering{lower: layerNorm})
 	register(graph.OpLayerNormGrad, lowering{lower: layerNorm})
+	// an LSTM step: z [, cPrev] -> h; parts 1, 2: c, the activations. Its
+	// gradient: acts, dh, dc [, cPrev] -> dz; part 1: dcPrev. Matrix: B
+	// rows of n units (Rows, Cols); the inputs' count says whether there
+	// is a previous state.
+	lstm := func(n *graph.Node, it *Instr) {
+		s := n.Shape()
+		units := s[1]
+		if n.Op() == graph.OpLSTMCellGrad {
+			units /= 4
+		}
+		it.Matrix = &MatrixGeom{Rows: s[0], Cols: units}
+	}
+	register(graph.OpLSTMCell, lowering{lower: lstm})
+	register(graph.OpLSTMCellGrad, lowering{lower: lstm})
 }
 
 // lowerAttention sets the geometry of an attention (q, k, v first) or its

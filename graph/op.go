@@ -149,6 +149,10 @@ const (
 	OpAllGatherStart
 	OpAllGatherWait
 
+	// sequence, continued: a recurrent step in one op (see sequence.go)
+	OpLSTMCell     // an LSTM step's gates and states from its pre-activations; parts 1 and 2: c and the activations
+	OpLSTMCellGrad // internal: dz; part 1: dc of the previous step
+
 	NumOps
 )
 
@@ -274,6 +278,10 @@ var opInfo = [NumOps]struct {
 	OpReduceScatterWait:  {"reduce_scatter_wait", ClassAlias},
 	OpAllGatherStart:     {"all_gather_start", ClassOther},
 	OpAllGatherWait:      {"all_gather_wait", ClassAlias},
+
+	// sequence, continued
+	OpLSTMCell:     {"lstm_cell", ClassOther},
+	OpLSTMCellGrad: {"lstm_cell_grad", ClassOther},
 }
 
 // WaitsFor returns the start op that o waits for (OpAllReduceStart for

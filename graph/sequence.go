@@ -133,8 +133,10 @@ func (o Op) NumParts() int {
 	switch o {
 	case OpAttention:
 		return 1
-	case OpAttentionGrad, OpLayerNorm, OpLayerNormGrad:
+	case OpAttentionGrad, OpLayerNorm, OpLayerNormGrad, OpLSTMCell:
 		return 2
+	case OpLSTMCellGrad:
+		return 1
 	}
 	return 0
 }
@@ -150,6 +152,13 @@ func partType(n *Node, i int) (tensor.DType, tensor.Shape) {
 		return n.dtype, n.shape[:n.shape.Rank()-1]
 	case OpLayerNormGrad: // dgamma, dbeta: gamma's shape
 		return n.dtype, n.inputs[1].shape
+	case OpLSTMCell: // c [B, n]; the activations [B, 5n]
+		if i == 1 {
+			return n.dtype, n.shape
+		}
+		return n.dtype, tensor.Shape{n.shape[0], 5 * n.shape[1]}
+	case OpLSTMCellGrad: // dc of the previous step [B, n]
+		return n.dtype, tensor.Shape{n.shape[0], n.shape[1] / 4}
 	}
 	return n.dtype, n.shape
 }
@@ -261,4 +270,67 @@ func LayerNormGrad(x, gamma, mean, rstd, dy *Node) (dx, dgamma, dbeta *Node) {
 	sameShape(OpLayerNormGrad, x, dy)
 	dx = x.g.add(OpLayerNormGrad, x.dtype, x.shape, Attr{}, x, gamma, mean, rstd, dy)
 	return dx, PartOf(dx, 1), PartOf(dx, 2)
+}
+
+// LSTMCell returns h [B, n], the output of one LSTM step (Hochreiter and
+// Schmidhuber 1997, with the forget gate of Gers et al. 2000) with
+// Keras' default activations, from the step's pre-activations z [B, 4n]
+// (gates i, f, g, o side by side: x_t·kernel + h·recurrent_kernel + bias)
+// and the previous cell state cPrev [B, n] (nil: a zero state):
+//
+//	i, f, g, o = σ(z_i), σ(z_f), tanh(z_g), σ(z_o)
+//	c = f·cPrev + i·g        (i·g without cPrev)
+//	h = o·tanh(c)
+//
+// each operation rounded to the dtype, in this order. Its part 1 is c
+// [B, n]; part 2 [B, 5n] holds each row's i, f, g, o and tanh(c), what the
+// backward pass reads. As one op the step is one pass over its rows where
+// its composition is a dozen ops with a buffer each, and it keeps 5n
+// values a row for the backward pass where the composition keeps 9n.
+func LSTMCell(z, cPrev *Node) *Node {
+	g := z.g
+	if (z.dtype != tensor.Float32 && z.dtype != tensor.Float64) || z.shape.Rank() != 2 || z.shape[1]%4 != 0 || z.shape[1] == 0 {
+		g.throw(OpLSTMCell, "z must be [B, 4·units] of float32 or float64, got %s%v", z.dtype, z.shape)
+	}
+	s := tensor.Shape{z.shape[0], z.shape[1] / 4}
+	ins := []*Node{z}
+	if cPrev != nil {
+		if cPrev.dtype != z.dtype || !cPrev.shape.Equal(s) {
+			g.throw(OpLSTMCell, "the previous cell state %s%v must be %s%v for z %s%v", cPrev.dtype, cPrev.shape, z.dtype, s, z.dtype, z.shape)
+		}
+		ins = append(ins, cPrev)
+	}
+	h := g.add(OpLSTMCell, z.dtype, s, Attr{}, ins...)
+	PartOf(h, 1)
+	PartOf(h, 2)
+	return h
+}
+
+// LSTMCellGrad returns the gradients of a loss through LSTMCell: dz [B, 4n]
+// and dcPrev [B, n] (nil when the step had no previous state: cPrev nil),
+// given the step's activations acts (its part 2), the gradients dh and dc
+// of its outputs h and c, and cPrev. With tc = tanh(c), and each operation
+// rounded in this order:
+//
+//	dc' = dc + (dh·o)·(1 - tc·tc)
+//	dz_i = ((dc'·g)·i)·(1 - i)       dz_f = ((dc'·cPrev)·f)·(1 - f)  (0 without cPrev)
+//	dz_g = (dc'·i)·(1 - g·g)         dz_o = ((dh·tc)·o)·(1 - o)
+//	dcPrev = dc'·f
+func LSTMCellGrad(acts, dh, dc, cPrev *Node) (dz, dcPrev *Node) {
+	g := acts.g
+	sameShape(OpLSTMCellGrad, dh, dc)
+	s := dh.shape
+	if s.Rank() != 2 || !acts.shape.Equal(tensor.Shape{s[0], 5 * s[1]}) || acts.dtype != dh.dtype || dc.dtype != dh.dtype {
+		g.throw(OpLSTMCellGrad, "the activations %s%v must be [B, 5·units] of dh's %s%v", acts.dtype, acts.shape, dh.dtype, dh.shape)
+	}
+	ins := []*Node{acts, dh, dc}
+	if cPrev != nil {
+		sameShape(OpLSTMCellGrad, dh, cPrev)
+		ins = append(ins, cPrev)
+	}
+	dz = g.add(OpLSTMCellGrad, dh.dtype, tensor.Shape{s[0], 4 * s[1]}, Attr{}, ins...)
+	if cPrev == nil {
+		return dz, nil
+	}
+	return dz, PartOf(dz, 1)
 }

@@ -199,6 +199,10 @@ func (l *LSTM) ForwardN(c *Context, xs []*graph.Node) []*graph.Node {
 		h, cs = init[0], init[1]
 	}
 	drop := l.recurrentMask(c, B, xw.DType())
+	// With Keras' default activations a step is one op (graph.LSTMCell):
+	// the same values, in one pass over the step's rows
+	dt := xw.DType()
+	cell := act == "tanh" && rec == "sigmoid" && (dt == tensor.Float32 || dt == tensor.Float64)
 	var hs []*graph.Node
 	for _, t := range l.steps(xw.Shape()[1]) {
 		z := stepInput(xw, t)
@@ -208,6 +212,12 @@ func (l *LSTM) ForwardN(c *Context, xs []*graph.Node) []*graph.Node {
 				hr = graph.Mul(hr, drop)
 			}
 			z = graph.Add(z, graph.MatMul(hr, u))
+		}
+		if cell {
+			h = graph.LSTMCell(z, cs)
+			cs = graph.PartOf(h, 1)
+			hs = append(hs, h)
+			continue
 		}
 		i := mustApply(rec, gate(z, 0, n))
 		g := mustApply(act, gate(z, 2, n))

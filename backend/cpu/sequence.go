@@ -22,6 +22,83 @@ func init() {
 		lower: layerNormWorkspace})
 	register(graph.OpLayerNormGrad, kernel{bind: floats(bindLayerNormGrad[float32], bindLayerNormGrad[float64]),
 		lower: layerNormGradWorkspace})
+	register(graph.OpLSTMCell, kernel{bind: floats(bindLSTM(lstmCellPart[float32]), bindLSTM(lstmCellPart[float64])),
+		lower: lstmCellWorkspace})
+	register(graph.OpLSTMCellGrad, kernel{bind: floats(bindLSTM(lstmCellGradPart[float32]), bindLSTM(lstmCellGradPart[float64])),
+		lower: lstmCellGradWorkspace})
+}
+
+// lstmCellWorkspace: c and the activations where nothing reads them (a
+// step at inference keeps no activations).
+func lstmCellWorkspace(t *Target, it *compile.Instr) int64 {
+	n := int64(0)
+	for i, size := range []int{1, 5} {
+		if missing(it, i) {
+			n += int64(size * it.Matrix.Rows * it.Matrix.Cols)
+		}
+	}
+	return n * int64(it.DType.Size())
+}
+
+// lstmCellGradWorkspace: dcPrev where nothing reads it.
+func lstmCellGradWorkspace(t *Target, it *compile.Instr) int64 {
+	if missing(it, 0) {
+		return int64(it.Matrix.Rows * it.Matrix.Cols * it.DType.Size())
+	}
+	return 0
+}
+
+// bindLSTM binds an LSTM step or its gradient over parts of its rows: one
+// part when the step is small (a thread's hand-off costs more than it
+// saves), one per thread from lstmSplit elements on. Rows are
+// independent, so the bits do not depend on the split.
+func bindLSTM(part func(arg any, p int)) binder {
+	return func(b *Bound) func() error {
+		return func() error {
+			g := b.Matrix
+			b.splits = 1
+			if g.Rows*g.Cols >= lstmSplit {
+				b.splits = min(b.pool.Threads(), g.Rows)
+			}
+			kernels.ParallelOn(b.pool, b.splits, part, b)
+			return nil
+		}
+	}
+}
+
+// lstmSplit is the size of state (rows × units) from which an LSTM step
+// splits over the threads.
+const lstmSplit = 1 << 15
+
+// lstmCellPart runs part p of b.splits of an LSTM step's rows: z [,
+// cPrev] -> h, with c and the activations (its parts).
+func lstmCellPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	g := b.Matrix
+	work := tensor.As[T](b.work)
+	c := part(b, 0, g.Rows*g.Cols, &work)
+	acts := part(b, 1, 5*g.Rows*g.Cols, &work)
+	var cPrev []T
+	if len(b.in) == 2 {
+		cPrev = tensor.As[T](b.in[1])
+	}
+	lo, hi := p*g.Rows/b.splits, (p+1)*g.Rows/b.splits
+	kernels.LSTMCellRows(tensor.As[T](b.out), c, acts, tensor.As[T](b.in[0]), cPrev, g.Cols, lo, hi)
+}
+
+// lstmCellGradPart runs part p of b.splits of an LSTM step's gradient:
+// acts, dh, dc [, cPrev] -> dz, with dcPrev (its part) when there is a
+// previous state.
+func lstmCellGradPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	g := b.Matrix
+	var cPrev, dcPrev []T
+	if len(b.in) == 4 {
+		work := tensor.As[T](b.work)
+		cPrev, dcPrev = tensor.As[T](b.in[3]), part(b, 0, g.Rows*g.Cols, &work)
+	}
+	lo, hi := p*g.Rows/b.splits, (p+1)*g.Rows/b.splits
+	kernels.LSTMCellGradRows(tensor.As[T](b.out), dcPrev, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), tensor.As[T](b.in[2]), cPrev, g.Cols, lo, hi)
 }
 
 // layerNormWorkspace: mean and rstd where nothing reads them.

@@ -57,10 +57,11 @@
 // (opset 17's LayerNormalization; its parts, each row's mean and 1/σ,
 // are the node's optional outputs), Gelu (its erf formula), Attention
 // (MatMul/Softmax with the causal rule and the mask; its part, the rows'
-// log-sum-exp, is not exported). Not exported: the decoding steps' cache
-// writes. Training-only ops (losses, gradients, dropout masks and
-// attention's dropout, batch moments, Assign, collectives) are not
-// exported.
+// log-sum-exp, is not exported), LSTMCell (Split into the gates, Sigmoid,
+// Tanh, Mul, Add; its parts, c and the activations, are those values).
+// Not exported: the decoding steps' cache writes. Training-only ops
+// (losses, gradients, dropout masks and attention's dropout, batch
+// moments, Assign, collectives) are not exported.
 //
 // Adding an op touches one entry per package, each in the file of the
 // op's family, and each package has a test that fails while the entry is

@@ -42,8 +42,11 @@ func feedTokens(vocab int) func(*rand.Rand, *graph.Node, tensor.Tensor) {
 }
 
 // sequenceOps: layer normalization with its parts read, gelu (float32
-// only: onnxruntime's CPU provider has no float64 Erf), and attention in each causal mode, with a bool and a uint8 mask, over as
-// many keys as queries, more and fewer. H = 3 heads of D = 5.
+// only: onnxruntime's CPU provider has no float64 Erf), attention in each causal mode, with a bool and a uint8 mask, over as
+// many keys as queries, more and fewer (H = 3 heads of D = 5), and two
+// LSTM steps of 3 units, the first without a previous cell state, the
+// second reading the first's c (its part 1) and h, with each step's c and
+// the second's activations (part 2) read too.
 //
 //	x [B, 5, 6], y [B, 7, 6], z [B, 3, 6] (dt)
 //	mask [B, 5, 5] bool, mask8 [B, 5, 7] uint8 (nonzero: attend); some
@@ -78,18 +81,37 @@ func sequenceOps(dt tensor.DType) func(b int) (*graph.Graph, []*graph.Node, []Ou
 		bottomRight := graph.Attention(q, ky, vy, graph.AttentionOptions{Causal: graph.CausalBottomRight})
 		fewer := graph.Attention(q, kz, vz, graph.AttentionOptions{Causal: graph.CausalBottomRight}) // rows 0, 1 see no key
 		both := graph.Attention(q, ky, vy, graph.AttentionOptions{Causal: graph.CausalTopLeft, Mask: mask8})
+		h1, h2 := lstmSteps(g, graph.Reshape(x, b, 30), graph.Reshape(y, b, 42), 3)
 		g.PopScope()
 		outs := []Output{
 			{Name: "layer_norm", Node: ln}, {Name: "mean", Node: graph.PartOf(ln, 1)}, {Name: "rstd", Node: graph.PartOf(ln, 2)},
 			{Name: "masked", Node: flat(masked)}, {Name: "causal_top_left", Node: flat(topLeft)},
 			{Name: "causal_bottom_right", Node: flat(bottomRight)}, {Name: "causal_fewer_keys", Node: flat(fewer)},
 			{Name: "causal_and_mask", Node: flat(both)},
+			{Name: "lstm_h1", Node: h1}, {Name: "lstm_c1", Node: graph.PartOf(h1, 1)},
+			{Name: "lstm_h2", Node: h2}, {Name: "lstm_c2", Node: graph.PartOf(h2, 1)}, {Name: "lstm_acts2", Node: graph.PartOf(h2, 2)},
 		}
 		if gelu != ln {
 			outs = append(outs, Output{Name: "gelu", Node: gelu})
 		}
 		return g, []*graph.Node{x, y, z, mask, mask8}, outs
 	}
+}
+
+// lstmSteps builds two LSTM steps of n units over x1 [B, d1] and x2
+// [B, d2]: h1 = LSTMCell(x1·w1 + b1) with no previous state, h2 =
+// LSTMCell(x2·w2 + h1·u + b2, c1), c1 being h1's part 1.
+func lstmSteps(g *graph.Graph, x1, x2 *graph.Node, n int) (h1, h2 *graph.Node) {
+	dt := x1.DType()
+	z := func(name string, x *graph.Node) *graph.Node {
+		w := g.Param("lstm/w"+name, dt, tensor.Shape{x.Shape()[1], 4 * n})
+		b := g.Param("lstm/b"+name, dt, tensor.Shape{4 * n})
+		return graph.Add(graph.MatMul(x, w), b)
+	}
+	h1 = graph.LSTMCell(z("1", x1), nil)
+	u := g.Param("lstm/u", dt, tensor.Shape{n, 4 * n})
+	h2 = graph.LSTMCell(graph.Add(z("2", x2), graph.MatMul(h1, u)), graph.PartOf(h1, 1))
+	return h1, h2
 }
 
 // feedSequence fills sequenceOps' inputs: N(0, 2) values (layer norm's

@@ -29,13 +29,23 @@ import (
 //     is a training step's: an attention with a dropout rate is refused.
 //     Its part, each row's log-sum-exp, is what the backward pass keeps
 //     and is not exported.
+//   - LSTMCell -> Split of z [B, 4n] along axis 1 into the gates i, f, g,
+//     o, Sigmoid on i, f, o and Tanh on g, then c = f·cPrev + i·g and
+//     h = o·tanh(c) by Mul and Add, in the order of kernels.LSTMCellRows
+//     (every opset we write has Split's sizes as an input). Its part 1,
+//     c, is the Add's (the Mul's without cPrev) value, which the next
+//     step reads; its part 2, the activations i, f, g, o, tanh(c) [B, 5n]
+//     only the backward pass reads, is their Concat, emitted only when a
+//     live node reads it.
 func init() {
 	register(graph.OpLayerNorm, rule{batch: batchLayerNorm, emit: emitLayerNorm})
 	register(graph.OpGelu, rule{batch: batchSame, emit: emitGelu})
 	register(graph.OpAttention, rule{batch: batchAttention, emit: emitAttention})
+	register(graph.OpLSTMCell, rule{batch: batchLSTMCell, emit: emitLSTMCell})
 	register(graph.OpPart, rule{batch: batchPart, emit: emitPart})
 	registerNotExportable("a decoding step's cache write: not exported", graph.OpCacheWrite)
-	registerNotExportable(trainingOnly, graph.OpAttentionGrad, graph.OpUnsliceAdd, graph.OpGeluGrad, graph.OpLayerNormGrad)
+	registerNotExportable(trainingOnly, graph.OpAttentionGrad, graph.OpUnsliceAdd, graph.OpGeluGrad, graph.OpLayerNormGrad,
+		graph.OpLSTMCellGrad)
 }
 
 // batchLayerNorm: x's batch axis, which must not be the normalized (last)
@@ -204,14 +214,81 @@ func (c *converter) causalBias(n *graph.Node, Tq, Tk, off int) string {
 	return c.addInit(n.Owner()+"/causal_bias", hostTensor(t))
 }
 
+// batchLSTMCell: z [B, 4n] and cPrev [B, n] have the batch on axis 0, or
+// neither has (the gates' axis 1 is split, so it cannot be the batch).
+func batchLSTMCell(c *converter, n *graph.Node) (int, error) {
+	a := -1
+	for _, x := range n.Inputs() {
+		switch ax := c.axis[x.ID()]; {
+		case ax > 0:
+			return 0, unsupported(n, "the batch is on axis %d of %s%v, not 0", ax, x.Owner(), x.Shape())
+		case ax == 0:
+			a = 0
+		}
+	}
+	if a == 0 {
+		for _, x := range n.Inputs() {
+			if c.axis[x.ID()] < 0 {
+				return 0, unsupported(n, "z and the previous cell state do not scale alike: %s%v has no batch axis", x.Owner(), x.Shape())
+			}
+		}
+	}
+	return a, nil
+}
+
+// emitLSTMCell: one LSTM step as kernels.LSTMCellRows computes it, the
+// same operations in the same order:
+//
+//	i, f, g, o = Split(z, [n, n, n, n], axis 1)
+//	i, f, g, o = σ(i), σ(f), tanh(g), σ(o)
+//	c = f·cPrev + i·g   (i·g without cPrev)
+//	h = o·tanh(c)
+//
+// The value of part 1 (c) is set for its part node; part 2 (the
+// activations) is Concat(i, f, g, o, tanh(c)) when a live node reads it.
+func emitLSTMCell(c *converter, n *graph.Node) (string, error) {
+	in, err := c.ins(n)
+	if err != nil {
+		return "", err
+	}
+	u := int64(n.Shape()[1])
+	z := c.nodeN("Split", "gates", 4, []string{in[0], c.constI64(u, u, u, u)}, attrI("axis", 1))
+	i := c.node("Sigmoid", "i", []string{z[0]})
+	f := c.node("Sigmoid", "f", []string{z[1]})
+	g := c.node("Tanh", "g", []string{z[2]})
+	o := c.node("Sigmoid", "o", []string{z[3]})
+	cell := c.node("Mul", "ig", []string{i, g})
+	if len(in) > 1 {
+		cell = c.node("Add", "c", []string{c.node("Mul", "fc", []string{f, in[1]}), cell})
+	}
+	tc := c.node("Tanh", "tanh_c", []string{cell})
+	h := c.node("Mul", "", []string{o, tc})
+	acts := ""
+	for _, p := range c.uses[n.ID()] {
+		switch {
+		case p.Op() != graph.OpPart:
+		case p.Attr().Part == 1:
+			c.fused[p.ID()] = cell
+		case p.Attr().Part == 2:
+			if acts == "" {
+				acts = c.node("Concat", "acts", []string{i, f, g, o, tc}, attrI("axis", 1))
+			}
+			c.fused[p.ID()] = acts
+		}
+	}
+	return h, nil
+}
+
 // batchPart: a layer normalization's parts [...] keep x's batch axis (never
-// the last); attention's log-sum-exp [B, H, Tq] has it on axis 0 as q.
+// the last); attention's log-sum-exp [B, H, Tq] has it on axis 0 as q, and
+// an LSTM step's c [B, n] and activations [B, 5n] as z.
 func batchPart(c *converter, n *graph.Node) (int, error) {
 	return c.axis[n.Inputs()[0].ID()], nil
 }
 
 // emitPart is reached for a part its op's emitter did not provide (a layer
-// normalization's are set by emitLayerNorm).
+// normalization's are set by emitLayerNorm, an LSTM step's by
+// emitLSTMCell).
 func emitPart(c *converter, n *graph.Node) (string, error) {
 	switch src := n.Inputs()[0]; src.Op() {
 	case graph.OpAttention:

@@ -44,6 +44,17 @@ func TestSequenceNodes(t *testing.T) {
 			return []Output{{"y", graph.Attention(h, h, h, graph.AttentionOptions{Mask: m})}}
 		}, []string{"Reshape", "ReduceSum", "Greater", "Reshape", "Expand", "Transpose", "Transpose", "Transpose", "MatMul", "Mul",
 			"Unsqueeze", "Where", "Softmax", "Where", "MatMul", "Transpose", "Identity"}, 0},
+		{"lstm step without a state", func(g *graph.Graph, x *graph.Node) []Output {
+			return []Output{{"y", graph.LSTMCell(graph.Reshape(x, x.Shape()[0], 24), nil)}}
+		}, []string{"Reshape", "Split", "Sigmoid", "Sigmoid", "Tanh", "Sigmoid", "Mul", "Tanh", "Mul", "Identity"}, 0},
+		{"lstm steps, c and the activations", func(g *graph.Graph, x *graph.Node) []Output {
+			z := graph.Reshape(x, x.Shape()[0], 24)
+			h := graph.LSTMCell(z, nil)
+			h2 := graph.LSTMCell(z, graph.PartOf(h, 1))
+			return []Output{{"y", h2}, {"c", graph.PartOf(h2, 1)}, {"acts", graph.PartOf(h2, 2)}}
+		}, []string{"Reshape", "Split", "Sigmoid", "Sigmoid", "Tanh", "Sigmoid", "Mul", "Tanh", "Mul",
+			"Split", "Sigmoid", "Sigmoid", "Tanh", "Sigmoid", "Mul", "Mul", "Add", "Tanh", "Mul", "Concat",
+			"Identity", "Identity", "Identity"}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,6 +106,9 @@ func TestSequenceExportErrors(t *testing.T) {
 		{"layer norm over the batch", func(g *graph.Graph, x *graph.Node) *graph.Node {
 			return layerNorm(g, graph.Transpose(x, 1, 2, 0))
 		}, graph.OpLayerNorm, "normalizes over the batch axis 2"},
+		{"lstm state without the batch", func(g *graph.Graph, x *graph.Node) *graph.Node {
+			return graph.LSTMCell(graph.Reshape(x, 2, 24), g.Param("c0", tensor.Float32, tensor.Shape{2, 6}))
+		}, graph.OpLSTMCell, "do not scale alike"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

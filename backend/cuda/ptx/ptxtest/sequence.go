@@ -10,8 +10,9 @@ import (
 	"github.com/headroom-ml/headroom/tensor"
 )
 
-// sequenceCases: matrix products (batched, shared, transposed, bfloat16)
-// and attention forward and backward (causal both ways, a mask).
+// sequenceCases: matrix products (batched, shared, transposed, bfloat16),
+// attention forward and backward (causal both ways, a mask) and the LSTM
+// step and its gradient (lstmCases).
 func sequenceCases() []Case {
 	var cs []Case
 	for _, g := range []compile.MatMulGeom{
@@ -77,5 +78,47 @@ func sequenceCases() []Case {
 		cs = append(cs, Case{Name: "attention_grad/" + name, it: compile.Instr{Op: graph.OpAttentionGrad, DType: f32, InDType: f32, Shape: q, Attention: &bwd},
 			ins: gins, parts: []tensor.Shape{k, k}, tol: 5e-5})
 	}
+	return append(cs, lstmCases()...)
+}
+
+// lstmCases: the LSTM step (with and without a previous state, its parts
+// read or not, special values) and its gradient (with and without a
+// previous state, dcPrev read or not), on odd sizes and rows past a block.
+func lstmCases() []Case {
+	var cs []Case
+	mat := func(op graph.Op, B, n, width int) compile.Instr {
+		it := ew(op, sh(B, width*n))
+		it.Matrix = &compile.MatrixGeom{Rows: B, Cols: n}
+		return it
+	}
+	// acts: i, f, o in (0, 1); g and tanh c in (-1, 1)
+	acts := func(B, n int) operand {
+		return operand{dt: f32, shape: sh(B, 5*n), fill: func(r *rand.Rand, k int) float64 {
+			if gate := k % (5 * n) / n; gate == 2 || gate == 4 {
+				return 2*r.Float64() - 1
+			}
+			return r.Float64()
+		}}
+	}
+	wide := func(s ...int) operand { // N(0, 9): saturated gates too
+		return operand{dt: f32, shape: sh(s...), fill: func(r *rand.Rand, _ int) float64 { return 3 * r.NormFloat64() }}
+	}
+	for _, size := range [][2]int{{3, 5}, {7, 33}, {5, 130}} {
+		B, n := size[0], size[1]
+		name := fmt.Sprintf("/B%d-n%d", B, n)
+		cell := mat(graph.OpLSTMCell, B, n, 1)
+		parts := []tensor.Shape{sh(B, n), sh(B, 5*n)}
+		grad := mat(graph.OpLSTMCellGrad, B, n, 4)
+		cs = append(cs,
+			Case{Name: "lstm_cell" + name, it: cell, ins: []operand{wide(B, 4*n), wide(B, n)}, parts: parts},
+			Case{Name: "lstm_cell/no-state" + name, it: cell, ins: []operand{wide(B, 4*n)}, parts: parts},
+			Case{Name: "lstm_cell/no-parts" + name, it: withParts(cell, 2), ins: []operand{wide(B, 4*n), wide(B, n)}},
+			Case{Name: "lstm_cell_grad" + name, it: grad, ins: []operand{acts(B, n), in32(B, n), in32(B, n), wide(B, n)},
+				parts: []tensor.Shape{sh(B, n)}},
+			Case{Name: "lstm_cell_grad/no-state" + name, it: withParts(grad, 1), ins: []operand{acts(B, n), in32(B, n), in32(B, n)}},
+			Case{Name: "lstm_cell_grad/no-parts" + name, it: withParts(grad, 1), ins: []operand{acts(B, n), in32(B, n), in32(B, n), wide(B, n)}})
+	}
+	cs = append(cs, Case{Name: "lstm_cell/special", it: mat(graph.OpLSTMCell, 4, 37, 1), ins: []operand{special(4, 4*37), special(4, 37)},
+		parts: []tensor.Shape{sh(4, 37), sh(4, 5*37)}})
 	return cs
 }

@@ -1,0 +1,149 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/tensor"
+)
+
+// An LSTM step in one op and its gradient (graph.LSTMCell, LSTMCellGrad),
+// as the host's kernels (kernels/lstm.go): one thread per unit j of row b
+// (B·n threads, Matrix Rows B and Cols n), each reading its gates from
+// the row's slices of z (i, f, g, o side by side, 4n a row) or of the
+// activations (i, f, g, o, tanh c: 5n a row). The gates' sigmoid and tanh
+// are the unary ops' (stepOp: float64, rounded once), and the products
+// and sums float32 in the host's order, each rounded (.rn, no fma), so a
+// step matches the elementwise composition it stands for.
+func init() {
+	register(graph.OpLSTMCell, renderer{dtypes: only32, render: renderLSTMCell})
+	register(graph.OpLSTMCellGrad, renderer{dtypes: only32, render: renderLSTMCellGrad})
+}
+
+// lstmGeom returns an LSTM instruction's rows and units, or an error when
+// its activations (5 values a unit) are past 32-bit indices.
+func (r *req) lstmGeom() (rows, n int, err error) {
+	m := r.it.Matrix
+	if m == nil || m.Rows < 0 || m.Cols <= 0 {
+		return 0, 0, fmt.Errorf("no LSTM geometry (rows, units)")
+	}
+	if 5*m.Rows*m.Cols > maxElems {
+		return 0, 0, fmt.Errorf("%d rows of %d units: activations past 32-bit indices", m.Rows, m.Cols)
+	}
+	return m.Rows, m.Cols, nil
+}
+
+// gateAddr returns the address of gate k's element at idx of a row of
+// gates n wide (idx: the element of gate 0).
+func (b *builder) gateAddr(base, idx string, k, n int) string {
+	if k > 0 {
+		idx = b.addu(idx, u32i(k*n))
+	}
+	return b.offset(base, idx, 4)
+}
+
+// renderLSTMCell renders h = o·tanh(c) with c = f·cPrev + i·g from z
+// [B, 4n] (in0) and cPrev [B, n] (in1; without it c = i·g): i, f, o =
+// σ(z_i, z_f, z_o), g = tanh(z_g). Parts: c [B, n] and the activations
+// [B, 5n] (each row's i, f, g, o, tanh c), in the workspace when nothing
+// reads them.
+func renderLSTMCell(r *req) error {
+	B, n, err := r.lstmGeom()
+	if err != nil {
+		return err
+	}
+	prev := len(r.it.In) > 1
+	c := r.partOrWork(0, int64(B*n*4))
+	acts := r.partOrWork(1, int64(B*5*n*4))
+	params := 4
+	if prev {
+		params++
+	}
+	b, p, e := r.elementwiseKernel("lstm_cell", params, B*n)
+	row, j := b.divu(e, n), b.remu(e, n)
+	zi, ai := b.madu(row, 4*n, j), b.madu(row, 5*n, j)
+	var gates [4]string
+	for k, op := range []graph.Op{graph.OpSigmoid, graph.OpSigmoid, graph.OpTanh, graph.OpSigmoid} {
+		v, err := b.stepOp(op, b.load(tensor.Float32, b.gateAddr(p[3], zi, k, n)), "")
+		if err != nil {
+			return err
+		}
+		b.store(tensor.Float32, b.gateAddr(p[2], ai, k, n), v)
+		gates[k] = v
+	}
+	i, f, g, o := gates[0], gates[1], gates[2], gates[3]
+	cv := b.mulF(i, g)
+	if prev {
+		cv = b.addF(b.mulF(f, b.load(tensor.Float32, b.offset(p[4], e, 4))), cv)
+	}
+	b.store(tensor.Float32, b.offset(p[1], e, 4), cv)
+	tc, err := b.stepOp(graph.OpTanh, cv, "")
+	if err != nil {
+		return err
+	}
+	b.store(tensor.Float32, b.gateAddr(p[2], ai, 4, n), tc)
+	b.store(tensor.Float32, b.offset(p[0], e, 4), b.mulF(o, tc))
+	args := []Arg{out(), c, acts, in(0)}
+	if prev {
+		args = append(args, in(1))
+	}
+	r.launch(b.kernel(), blocks(B*n), args...)
+	return nil
+}
+
+// renderLSTMCellGrad renders dz [B, 4n] from the activations [B, 5n]
+// (in0), dh and dc [B, n] (in1, in2) and cPrev (in3, if any), each
+// operation rounded in this order (SigmoidGrad's (g·y)·(1-y), TanhGrad's
+// g·(1-y·y)):
+//
+//	dc' = dc + (dh·o)·(1 - tc·tc)
+//	dz_i = ((dc'·g)·i)·(1 - i)      dz_f = ((dc'·cPrev)·f)·(1 - f)  (0 without cPrev)
+//	dz_g = (dc'·i)·(1 - g·g)        dz_o = ((dh·tc)·o)·(1 - o)
+//
+// and, with cPrev, its part dcPrev = dc'·f [B, n] (in the workspace when
+// nothing reads it; without cPrev there is none and nothing is written).
+func renderLSTMCellGrad(r *req) error {
+	B, n, err := r.lstmGeom()
+	if err != nil {
+		return err
+	}
+	prev := len(r.it.In) > 3
+	params := 4
+	if prev {
+		params = 6
+	}
+	b, p, e := r.elementwiseKernel("lstm_cell_grad", params, B*n)
+	// p: dz, acts, dh, dc [, cPrev, dcPrev]
+	row, j := b.divu(e, n), b.remu(e, n)
+	zi, ai := b.madu(row, 4*n, j), b.madu(row, 5*n, j)
+	var a [5]string
+	for k := range a {
+		a[k] = b.load(tensor.Float32, b.gateAddr(p[1], ai, k, n))
+	}
+	i, f, g, o, tc := a[0], a[1], a[2], a[3], a[4]
+	dh := b.load(tensor.Float32, b.offset(p[2], e, 4))
+	dc := b.load(tensor.Float32, b.offset(p[3], e, 4))
+	one := f32i(1)
+	sigGrad := func(y, gr string) string { return b.mulF(b.mulF(gr, y), b.subF(one, y)) }
+	dct := b.addF(dc, b.mulF(b.mulF(dh, o), b.subF(one, b.mulF(tc, tc))))
+	dzf := f32i(0)
+	if prev {
+		dzf = sigGrad(f, b.mulF(dct, b.load(tensor.Float32, b.offset(p[4], e, 4))))
+		b.store(tensor.Float32, b.offset(p[5], e, 4), b.mulF(dct, f))
+	}
+	dz := [4]string{
+		sigGrad(i, b.mulF(dct, g)),
+		dzf,
+		b.mulF(b.mulF(dct, i), b.subF(one, b.mulF(g, g))),
+		sigGrad(o, b.mulF(dh, tc)),
+	}
+	for k, v := range dz {
+		b.store(tensor.Float32, b.gateAddr(p[0], zi, k, n), v)
+	}
+	args := []Arg{out(), in(0), in(1), in(2)}
+	if prev {
+		args = append(args, in(3), r.partOrWork(0, int64(B*n*4)))
+	}
+	r.launch(b.kernel(), blocks(B*n), args...)
+	return nil
+}

@@ -1,0 +1,148 @@
+package kernels_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/headroom-ml/headroom/kernels"
+)
+
+// lstmRef computes one element of an LSTM step and its gradient from the
+// definitions' formulas (graph.LSTMCell, graph.LSTMCellGrad), one
+// operation at a time, with the activations of the elementwise kernels
+// (run on one element), so that the step's kernels must give its bits.
+type lstmRef[T kernels.Float] struct{}
+
+func (lstmRef[T]) sig(x T) T  { var d [1]T; kernels.Sigmoid(d[:], []T{x}); return d[0] }
+func (lstmRef[T]) tanh(x T) T { var d [1]T; kernels.Tanh(d[:], []T{x}); return d[0] }
+
+// step returns i, f, g, o, tanh(c), c and h of one unit.
+func (r lstmRef[T]) step(zi, zf, zg, zo, cp T, hasPrev bool) (i, f, g, o, tc, c, h T) {
+	i, f, g, o = r.sig(zi), r.sig(zf), r.tanh(zg), r.sig(zo)
+	c = i * g
+	if hasPrev {
+		fc := f * cp
+		c = fc + c
+	}
+	tc = r.tanh(c)
+	h = o * tc
+	return
+}
+
+// grad returns dz_i, dz_f, dz_g, dz_o and dcPrev of one unit.
+func (lstmRef[T]) grad(i, f, g, o, tc, dh, dc, cp T, hasPrev bool) (di, df, dg, do, dcp T) {
+	s := 1 - tc*tc
+	t := dh * o
+	t = t * s
+	d := dc + t
+	do = dh * tc
+	do = do * o * (1 - o)
+	di = d * g
+	di = di * i * (1 - i)
+	dg = d * i
+	dg = dg * (1 - g*g)
+	if hasPrev {
+		df = d * cp
+		df = df * f * (1 - f)
+	}
+	dcp = d * f
+	return
+}
+
+func testLSTMCell[T kernels.Float](t *testing.T, rng *rand.Rand, same func(a, b T) bool) {
+	var ref lstmRef[T]
+	fill := func(n int, scale float64) []T {
+		x := make([]T, n)
+		for i := range x {
+			x[i] = T(rng.NormFloat64() * scale)
+		}
+		return x
+	}
+	for _, sz := range [][2]int{{1, 1}, {3, 5}, {7, 33}, {2, 256}, {5, 300}, {32, 256}} {
+		B, n := sz[0], sz[1]
+		for _, hasPrev := range []bool{false, true} {
+			z, cp := fill(B*4*n, 3), fill(B*n, 2)
+			var cPrev []T
+			if hasPrev {
+				cPrev = cp
+			}
+			// rows lo..hi only: the others must stay as they were
+			lo, hi := B/3, B-B/4
+			const mark = 12345
+			h, c, acts := fill(B*n, 0), fill(B*n, 0), fill(B*5*n, 0)
+			for _, s := range [][]T{h, c, acts} {
+				for k := range s {
+					s[k] = mark
+				}
+			}
+			kernels.LSTMCellRows(h, c, acts, z, cPrev, n, lo, hi)
+			dh, dc := fill(B*n, 1), fill(B*n, 1)
+			dz, dcPrev := fill(B*4*n, 0), fill(B*n, 0)
+			for _, s := range [][]T{dz, dcPrev} {
+				for k := range s {
+					s[k] = mark
+				}
+			}
+			var dcp []T
+			if hasPrev {
+				dcp = dcPrev
+			}
+			kernels.LSTMCellGradRows(dz, dcp, acts, dh, dc, cPrev, n, lo, hi)
+			for b := range B {
+				for j := range n {
+					at, z4, a5 := b*n+j, b*4*n+j, b*5*n+j
+					got := []T{acts[a5], acts[a5+n], acts[a5+2*n], acts[a5+3*n], acts[a5+4*n], c[at], h[at],
+						dz[z4], dz[z4+n], dz[z4+2*n], dz[z4+3*n], dcPrev[at]}
+					var want []T
+					if b < lo || b >= hi {
+						want = []T{mark, mark, mark, mark, mark, mark, mark, mark, mark, mark, mark, mark}
+					} else {
+						i, f, g, o, tc, cc, hh := ref.step(z[z4], z[z4+n], z[z4+2*n], z[z4+3*n], cp[at], hasPrev)
+						di, df, dg, do, dcpv := ref.grad(i, f, g, o, tc, dh[at], dc[at], cp[at], hasPrev)
+						if !hasPrev {
+							dcpv = mark // not wanted: not written
+						}
+						want = []T{i, f, g, o, tc, cc, hh, di, df, dg, do, dcpv}
+					}
+					names := []string{"i", "f", "g", "o", "tanh(c)", "c", "h", "dz_i", "dz_f", "dz_g", "dz_o", "dcPrev"}
+					for k := range got {
+						if !same(got[k], want[k]) {
+							t.Fatalf("B=%d n=%d prev=%v rows %d..%d: row %d unit %d: %s = %v, want %v", B, n, hasPrev, lo, hi, b, j, names[k], got[k], want[k])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLSTMCell checks an LSTM step and its gradient, in both float types,
+// against the definitions' formulas element by element, bit for bit: on
+// row ranges (other rows untouched), without and with a previous state,
+// at sizes around the vector loops' blocks.
+func TestLSTMCell(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	t.Run("float32", func(t *testing.T) {
+		testLSTMCell(t, rng, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) })
+	})
+	t.Run("float64", func(t *testing.T) {
+		testLSTMCell(t, rng, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) })
+	})
+	t.Run("guards", func(t *testing.T) {
+		for name, f := range map[string]func(){
+			"short z":     func() { kernels.LSTMCellRows(make([]float32, 6), make([]float32, 6), make([]float32, 30), make([]float32, 23), nil, 3, 0, 2) },
+			"rows past B": func() { kernels.LSTMCellRows(make([]float32, 6), make([]float32, 6), make([]float32, 30), make([]float32, 24), nil, 3, 0, 3) },
+			"short dc":    func() { kernels.LSTMCellGradRows(make([]float32, 24), nil, make([]float32, 30), make([]float32, 6), make([]float32, 5), nil, 3, 0, 2) },
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: no panic", name)
+					}
+				}()
+				f()
+			}()
+		}
+	})
+}
