@@ -131,9 +131,15 @@ func TestLSTMCell(t *testing.T) {
 	})
 	t.Run("guards", func(t *testing.T) {
 		for name, f := range map[string]func(){
-			"short z":     func() { kernels.LSTMCellRows(make([]float32, 6), make([]float32, 6), make([]float32, 30), make([]float32, 23), nil, 3, 0, 2) },
-			"rows past B": func() { kernels.LSTMCellRows(make([]float32, 6), make([]float32, 6), make([]float32, 30), make([]float32, 24), nil, 3, 0, 3) },
-			"short dc":    func() { kernels.LSTMCellGradRows(make([]float32, 24), nil, make([]float32, 30), make([]float32, 6), make([]float32, 5), nil, 3, 0, 2) },
+			"short z": func() {
+				kernels.LSTMCellRows(make([]float32, 6), make([]float32, 6), make([]float32, 30), make([]float32, 23), nil, 3, 0, 2)
+			},
+			"rows past B": func() {
+				kernels.LSTMCellRows(make([]float32, 6), make([]float32, 6), make([]float32, 30), make([]float32, 24), nil, 3, 0, 3)
+			},
+			"short dc": func() {
+				kernels.LSTMCellGradRows(make([]float32, 24), nil, make([]float32, 30), make([]float32, 6), make([]float32, 5), nil, 3, 0, 2)
+			},
 		} {
 			func() {
 				defer func() {
