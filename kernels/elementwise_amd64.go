@@ -102,3 +102,21 @@ func sqrtSIMD[T Float](dst, x []T) int {
 	}
 	return n
 }
+
+// lstmGradSIMD computes the leading units of one row of an LSTM step's
+// gradient (LSTMCellGradRows; the slices are the row's) in assembly where
+// it can and returns how many (0: the caller does them all).
+func lstmGradSIMD[T Float](dz, dcPrev, acts, dh, dc, cPrev []T, n int) int {
+	m := simdPrefix[T](n)
+	switch {
+	case m == 0:
+		return 0
+	case cPrev == nil:
+		lstmGradFirst32(asF32(dz), asF32(acts), asF32(dh), asF32(dc), n, m)
+	case dcPrev == nil:
+		return 0
+	default:
+		lstmGradPrev32(asF32(dz), asF32(dcPrev), asF32(acts), asF32(dh), asF32(dc), asF32(cPrev), n, m)
+	}
+	return m
+}

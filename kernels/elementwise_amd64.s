@@ -517,3 +517,138 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func lstmGradFirst32(dz *float32, acts *float32, dh *float32, dc *float32, n int, m int)
+// Requires: AVX, AVX2
+TEXT ·lstmGradFirst32(SB), NOSPLIT, $0-48
+	MOVQ         dz+0(FP), AX
+	MOVQ         acts+8(FP), CX
+	MOVQ         dh+16(FP), DX
+	MOVQ         dc+24(FP), BX
+	MOVQ         n+32(FP), SI
+	MOVQ         m+40(FP), DI
+	SHLQ         $0x02, SI
+	MOVQ         SI, R8
+	ADDQ         SI, R8
+	MOVQ         R8, R9
+	ADDQ         SI, R9
+	MOVQ         R8, R10
+	ADDQ         R8, R10
+	MOVL         $0x3f800000, R11
+	VMOVD        R11, X0
+	VBROADCASTSS X0, Y0
+
+loop:
+	CMPQ    DI, $0x00
+	JE      done
+	VMOVUPS (CX), Y1
+	VMOVUPS (CX)(SI*1), Y2
+	VMOVUPS (CX)(R8*1), Y2
+	VMOVUPS (CX)(R9*1), Y3
+	VMOVUPS (CX)(R10*1), Y4
+	VMOVUPS (DX), Y5
+	VMOVUPS (BX), Y6
+	VMULPS  Y4, Y4, Y8
+	VSUBPS  Y8, Y0, Y8
+	VMULPS  Y3, Y5, Y7
+	VMULPS  Y8, Y7, Y7
+	VADDPS  Y7, Y6, Y7
+	VMULPS  Y4, Y5, Y4
+	VMULPS  Y3, Y4, Y4
+	VSUBPS  Y3, Y0, Y8
+	VMULPS  Y8, Y4, Y4
+	VMOVUPS Y4, (AX)(R9*1)
+	VMULPS  Y2, Y7, Y4
+	VMULPS  Y1, Y4, Y4
+	VSUBPS  Y1, Y0, Y8
+	VMULPS  Y8, Y4, Y4
+	VMOVUPS Y4, (AX)
+	VMULPS  Y1, Y7, Y4
+	VMULPS  Y2, Y2, Y8
+	VSUBPS  Y8, Y0, Y8
+	VMULPS  Y8, Y4, Y4
+	VMOVUPS Y4, (AX)(R8*1)
+	VXORPS  Y4, Y4, Y4
+	VMOVUPS Y4, (AX)(SI*1)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	SUBQ    $0x08, DI
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func lstmGradPrev32(dz *float32, dcPrev *float32, acts *float32, dh *float32, dc *float32, cPrev *float32, n int, m int)
+// Requires: AVX, AVX2
+TEXT ·lstmGradPrev32(SB), NOSPLIT, $0-64
+	MOVQ         dz+0(FP), AX
+	MOVQ         acts+16(FP), CX
+	MOVQ         dh+24(FP), DX
+	MOVQ         dc+32(FP), BX
+	MOVQ         dcPrev+8(FP), SI
+	MOVQ         cPrev+40(FP), DI
+	MOVQ         n+48(FP), R8
+	MOVQ         m+56(FP), R9
+	SHLQ         $0x02, R8
+	MOVQ         R8, R10
+	ADDQ         R8, R10
+	MOVQ         R10, R11
+	ADDQ         R8, R11
+	MOVQ         R10, R12
+	ADDQ         R10, R12
+	MOVL         $0x3f800000, R13
+	VMOVD        R13, X0
+	VBROADCASTSS X0, Y0
+
+loop:
+	CMPQ    R9, $0x00
+	JE      done
+	VMOVUPS (CX), Y1
+	VMOVUPS (CX)(R8*1), Y2
+	VMOVUPS (CX)(R10*1), Y3
+	VMOVUPS (CX)(R11*1), Y4
+	VMOVUPS (CX)(R12*1), Y5
+	VMOVUPS (DX), Y6
+	VMOVUPS (BX), Y7
+	VMULPS  Y5, Y5, Y9
+	VSUBPS  Y9, Y0, Y9
+	VMULPS  Y4, Y6, Y8
+	VMULPS  Y9, Y8, Y8
+	VADDPS  Y8, Y7, Y8
+	VMULPS  Y5, Y6, Y5
+	VMULPS  Y4, Y5, Y5
+	VSUBPS  Y4, Y0, Y9
+	VMULPS  Y9, Y5, Y5
+	VMOVUPS Y5, (AX)(R11*1)
+	VMULPS  Y3, Y8, Y5
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y1, Y0, Y9
+	VMULPS  Y9, Y5, Y5
+	VMOVUPS Y5, (AX)
+	VMULPS  Y1, Y8, Y5
+	VMULPS  Y3, Y3, Y9
+	VSUBPS  Y9, Y0, Y9
+	VMULPS  Y9, Y5, Y5
+	VMOVUPS Y5, (AX)(R10*1)
+	VMULPS  (DI), Y8, Y5
+	VMULPS  Y2, Y5, Y5
+	VSUBPS  Y2, Y0, Y9
+	VMULPS  Y9, Y5, Y5
+	VMOVUPS Y5, (AX)(R8*1)
+	VMULPS  Y2, Y8, Y5
+	VMOVUPS Y5, (SI)
+	ADDQ    $0x20, AX
+	ADDQ    $0x20, CX
+	ADDQ    $0x20, DX
+	ADDQ    $0x20, BX
+	ADDQ    $0x20, SI
+	ADDQ    $0x20, DI
+	SUBQ    $0x08, R9
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET

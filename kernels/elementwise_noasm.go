@@ -10,6 +10,7 @@ func reluSIMD[T Float](dst, x []T) int                                        { 
 func reluGradSIMD[T Float](dst, x, g []T) int                                 { return 0 }
 func sqrtSIMD[T Float](dst, x []T) int                                        { return 0 }
 func simdPrefix[T Float](n int) int                                           { return 0 }
+func lstmGradSIMD[T Float](dz, dcPrev, acts, dh, dc, cPrev []T, n int) int    { return 0 }
 
 const (
 	simdF32   = false

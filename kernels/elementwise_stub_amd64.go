@@ -78,3 +78,13 @@ func relu32(dst *float32, x *float32, n int)
 //
 //go:noescape
 func reluGrad32(dst *float32, x *float32, grad *float32, n int)
+
+// lstmGradFirst32 writes the gradient dz of an LSTM step without a previous state for units [0, m) of a row of n units; m is a multiple of 32.
+//
+//go:noescape
+func lstmGradFirst32(dz *float32, acts *float32, dh *float32, dc *float32, n int, m int)
+
+// lstmGradPrev32 writes an LSTM step's gradient dz and dcPrev for units [0, m) of a row of n units; m is a multiple of 32.
+//
+//go:noescape
+func lstmGradPrev32(dz *float32, dcPrev *float32, acts *float32, dh *float32, dc *float32, cPrev *float32, n int, m int)

@@ -78,7 +78,13 @@ func LSTMCellGradRows[T Float](dz, dcPrev, acts, dh, dc, cPrev []T, n, lo, hi in
 	for r := lo; r < hi; r++ {
 		a := acts[5*n*r : 5*n*(r+1)]
 		d := dz[4*n*r : 4*n*(r+1)]
-		for j0 := 0; j0 < n; j0 += len(t1) {
+		row := func(s []T) []T {
+			if s == nil {
+				return nil
+			}
+			return s[n*r : n*(r+1)]
+		}
+		for j0 := lstmGradSIMD(d, row(dcPrev), a, row(dh), row(dc), row(cPrev), n); j0 < n; j0 += len(t1) {
 			j1 := min(n, j0+len(t1))
 			w := j1 - j0
 			i, f, g, o, tc := a[j0:j1], a[n+j0:n+j1], a[2*n+j0:2*n+j1], a[3*n+j0:3*n+j1], a[4*n+j0:4*n+j1]

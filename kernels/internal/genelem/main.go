@@ -37,6 +37,8 @@ func main() {
 	// relu: d = 0 > x ? 0 : x, so a NaN x stays NaN, as in the Go loop
 	unary("relu", func(x reg.VecVirtual, d reg.VecVirtual, zero reg.VecVirtual) { VMAXPS(x, zero, d) })
 	reluGrad()
+	lstmGrad(false)
+	lstmGrad(true)
 	Generate()
 }
 
@@ -116,6 +118,108 @@ func reluGrad() {
 		VANDPS(Mem{Base: g, Disp: off}, m, m)
 		VMOVUPS(m, Mem{Base: dst, Disp: off})
 	}, dst, x, g)
+	VZEROUPPER()
+	RET()
+}
+
+// lstmGrad: the gradient of an LSTM step over m units of one row (m a
+// multiple of 32; n the row's units, the distance between its gates), one
+// vector of 8 at a time, each operation as kernels.LSTMCellGradRows does it
+// in Go: dz's gates i, f, g, o from the activations' i, f, g, o, tanh(c)
+// and dh, dc (and cPrev, and dcPrev written, with prev).
+func lstmGrad(prev bool) {
+	name, sig := "lstmGradFirst32", "func(dz, acts, dh, dc *float32, n, m int)"
+	if prev {
+		name, sig = "lstmGradPrev32", "func(dz, dcPrev, acts, dh, dc, cPrev *float32, n, m int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	if prev {
+		Doc(name + " writes an LSTM step's gradient dz and dcPrev for units [0, m) of a row of n units; m is a multiple of 32.")
+	} else {
+		Doc(name + " writes the gradient dz of an LSTM step without a previous state for units [0, m) of a row of n units; m is a multiple of 32.")
+	}
+	Pragma("noescape")
+	dz, acts, dh, dc := Load(Param("dz"), GP64()), Load(Param("acts"), GP64()), Load(Param("dh"), GP64()), Load(Param("dc"), GP64())
+	ptrs := []reg.Register{dz, acts, dh, dc}
+	var dcp, cp reg.Register
+	if prev {
+		dcp, cp = Load(Param("dcPrev"), GP64()), Load(Param("cPrev"), GP64())
+		ptrs = append(ptrs, dcp, cp)
+	}
+	n, m := Load(Param("n"), GP64()), Load(Param("m"), GP64())
+	SHLQ(Imm(2), n) // the distance between gates, in bytes
+	n2, n3, n4 := GP64(), GP64(), GP64()
+	MOVQ(n, n2)
+	ADDQ(n, n2)
+	MOVQ(n2, n3)
+	ADDQ(n, n3)
+	MOVQ(n2, n4)
+	ADDQ(n2, n4)
+	one, bits := YMM(), GP32()
+	MOVL(U32(0x3f800000), bits) // 1.0
+	VMOVD(bits, one.AsX())
+	VBROADCASTSS(one.AsX(), one)
+	gate := func(base, off reg.Register) Mem {
+		if off == nil {
+			return Mem{Base: base}
+		}
+		return Mem{Base: base, Index: off, Scale: 1}
+	}
+	Label("loop")
+	CMPQ(m, Imm(0))
+	JE(LabelRef("done"))
+	i, f, g, o, tc, dhv, dcv := YMM(), YMM(), YMM(), YMM(), YMM(), YMM(), YMM()
+	VMOVUPS(gate(acts, nil), i)
+	VMOVUPS(gate(acts, n), f)
+	VMOVUPS(gate(acts, n2), g)
+	VMOVUPS(gate(acts, n3), o)
+	VMOVUPS(gate(acts, n4), tc)
+	VMOVUPS(Mem{Base: dh}, dhv)
+	VMOVUPS(Mem{Base: dc}, dcv)
+	d, a, b := YMM(), YMM(), YMM()
+	// dc' = dc + (dh·o)·(1 - tc·tc)
+	VMULPS(tc, tc, b)
+	VSUBPS(b, one, b)
+	VMULPS(o, dhv, d)
+	VMULPS(b, d, d)
+	VADDPS(d, dcv, d)
+	// dz_o = ((dh·tc)·o)·(1 - o)
+	VMULPS(tc, dhv, a)
+	VMULPS(o, a, a)
+	VSUBPS(o, one, b)
+	VMULPS(b, a, a)
+	VMOVUPS(a, gate(dz, n3))
+	// dz_i = ((dc'·g)·i)·(1 - i)
+	VMULPS(g, d, a)
+	VMULPS(i, a, a)
+	VSUBPS(i, one, b)
+	VMULPS(b, a, a)
+	VMOVUPS(a, gate(dz, nil))
+	// dz_g = (dc'·i)·(1 - g·g)
+	VMULPS(i, d, a)
+	VMULPS(g, g, b)
+	VSUBPS(b, one, b)
+	VMULPS(b, a, a)
+	VMOVUPS(a, gate(dz, n2))
+	if prev {
+		// dz_f = ((dc'·cPrev)·f)·(1 - f), dcPrev = dc'·f
+		VMULPS(Mem{Base: cp}, d, a)
+		VMULPS(f, a, a)
+		VSUBPS(f, one, b)
+		VMULPS(b, a, a)
+		VMOVUPS(a, gate(dz, n))
+		VMULPS(f, d, a)
+		VMOVUPS(a, Mem{Base: dcp})
+	} else {
+		VXORPS(a, a, a)
+		VMOVUPS(a, gate(dz, n))
+	}
+	for _, p := range ptrs {
+		ADDQ(Imm(32), p)
+	}
+	SUBQ(Imm(8), m)
+	JMP(LabelRef("loop"))
+	Label("done")
 	VZEROUPPER()
 	RET()
 }
