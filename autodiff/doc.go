@@ -33,8 +33,12 @@
 //     gradops.go); a multi-output op also its NumParts and partType.
 //  2. autodiff: its VJP rule, register(op, rule) in the family's file,
 //     and a case in the gradient checks; or registerZero (no gradient
-//     flows) or registerNoRule(why). Tests: TestEveryOpHasAVJPEntry,
-//     TestGradientsCoverEveryRule.
+//     flows) or registerNoRule(why). A multi-output op whose parts carry
+//     gradients (an LSTM step's cell state, read by the next step)
+//     registers with registerParts: its rule reads them with
+//     c.partGrad(n, i), and its gy may be nil when only a part has one; a
+//     gradient through a part of any other op is refused, naming it.
+//     Tests: TestEveryOpHasAVJPEntry, TestGradientsCoverEveryRule.
 //  3. compile: its lowering, register(op, lowering{...}) in
 //     lower_<family>.go (its Instr payload, whether it fuses, its flops);
 //     or registerNoInstr(why). Test: TestEveryOpIsLowered.

@@ -47,8 +47,23 @@ func init() {
 		dz, dcPrev := graph.LSTMCellGrad(c.val(graph.PartOf(n, 2)), gy, dc, cPrev)
 		return []*graph.Node{dz, dcPrev}
 	})
+	// a GRU step: the backward pass reads the step's activations (its
+	// part, kept or recomputed with it), its recurrent projection and its
+	// previous state
+	register(graph.OpGRUCell, func(c *vjp, n, gy *graph.Node) []*graph.Node {
+		var u, hPrev *graph.Node
+		if len(n.Inputs()) > 1 {
+			u = c.in(n, 1)
+		}
+		if len(n.Inputs()) > 2 {
+			hPrev = c.in(n, 2)
+		}
+		dx, du, dhPrev := graph.GRUCellGrad(c.val(graph.PartOf(n, 1)), gy, u, hPrev)
+		return []*graph.Node{dx, du, dhPrev}
+	})
 	register(graph.OpGelu, func(c *vjp, n, gy *graph.Node) []*graph.Node { return one(graph.GeluGrad(c.in(n, 0), gy)) })
-	registerNoRule(internal, graph.OpAttentionGrad, graph.OpGeluGrad, graph.OpLayerNormGrad, graph.OpUnsliceAdd, graph.OpLSTMCellGrad)
+	registerNoRule(internal, graph.OpAttentionGrad, graph.OpGeluGrad, graph.OpLayerNormGrad, graph.OpUnsliceAdd, graph.OpLSTMCellGrad,
+		graph.OpGRUCellGrad)
 	registerNoRule("a further output: its gradient goes to its op's rule, which must take it", graph.OpPart)
 	registerNoRule("a decoding step's cache write: inference only", graph.OpCacheWrite)
 }

@@ -72,6 +72,22 @@ func sequenceGradCases() []gradCase {
 		{name: "lstm_cell/state_only", shapes: []tensor.Shape{{3, 8}, {3, 2}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			return graph.PartOf(graph.LSTMCell(x[0], x[1]), 1)
 		}},
+		// a GRU step (B=3, 2 units): x alone, with the recurrent
+		// projection, with a previous state, and two steps chained
+		{name: "gru_cell", shapes: []tensor.Shape{{3, 6}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.GRUCell(x[0], nil, nil)
+		}},
+		{name: "gru_cell/u", shapes: []tensor.Shape{{3, 6}, {3, 6}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.GRUCell(x[0], x[1], nil)
+		}},
+		{name: "gru_cell/prev", shapes: []tensor.Shape{{3, 6}, {3, 6}, {3, 2}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			return graph.GRUCell(x[0], x[1], x[2])
+		}},
+		{name: "gru_cell/two_steps", shapes: []tensor.Shape{{3, 6}, {3, 6}, {2, 6}, {6}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
+			h1 := graph.GRUCell(x[0], graph.BroadcastTo(x[3], 3, 6), nil)
+			h2 := graph.GRUCell(x[1], graph.Add(graph.MatMul(h1, x[2]), x[3]), h1)
+			return graph.Concat(1, h2, h1)
+		}},
 		{name: "slices/unslice_add", shapes: []tensor.Shape{{4, 6}}, build: func(g *graph.Graph, x []*graph.Node) *graph.Node {
 			// overlapping slices of one value: their gradients are summed in place
 			a := graph.Slice(x[0], []int{0, 0}, []int{3, 4})

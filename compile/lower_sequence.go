@@ -36,13 +36,21 @@ func init() {
 	lstm := func(n *graph.Node, it *Instr) {
 		s := n.Shape()
 		units := s[1]
-		if n.Op() == graph.OpLSTMCellGrad {
+		switch n.Op() {
+		case graph.OpLSTMCellGrad:
 			units /= 4
+		case graph.OpGRUCellGrad:
+			units /= 3
 		}
 		it.Matrix = &MatrixGeom{Rows: s[0], Cols: units}
 	}
 	register(graph.OpLSTMCell, lowering{lower: lstm})
 	register(graph.OpLSTMCellGrad, lowering{lower: lstm})
+	// a GRU step: x [, u [, hPrev]] -> h; part 1: the activations. Its
+	// gradient: acts, dh [, u [, hPrev]] -> dx; parts 1, 2: du, dhPrev.
+	// Matrix as the LSTM's; the inputs' count says which are there.
+	register(graph.OpGRUCell, lowering{lower: lstm})
+	register(graph.OpGRUCellGrad, lowering{lower: lstm})
 }
 
 // lowerAttention sets the geometry of an attention (q, k, v first) or its

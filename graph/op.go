@@ -152,6 +152,8 @@ const (
 	// sequence, continued: a recurrent step in one op (see sequence.go)
 	OpLSTMCell     // an LSTM step's gates and states from its pre-activations; parts 1 and 2: c and the activations
 	OpLSTMCellGrad // internal: dz; part 1: dc of the previous step
+	OpGRUCell      // a GRU step (reset after the recurrent product) from its input and recurrent projections; part 1: the activations
+	OpGRUCellGrad  // internal: dx; parts 1 and 2: the recurrent projection's gradient and dh of the previous step
 
 	NumOps
 )
@@ -282,6 +284,8 @@ var opInfo = [NumOps]struct {
 	// sequence, continued
 	OpLSTMCell:     {"lstm_cell", ClassOther},
 	OpLSTMCellGrad: {"lstm_cell_grad", ClassOther},
+	OpGRUCell:      {"gru_cell", ClassOther},
+	OpGRUCellGrad:  {"gru_cell_grad", ClassOther},
 }
 
 // WaitsFor returns the start op that o waits for (OpAllReduceStart for

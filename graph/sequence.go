@@ -135,8 +135,10 @@ func (o Op) NumParts() int {
 		return 1
 	case OpAttentionGrad, OpLayerNorm, OpLayerNormGrad, OpLSTMCell:
 		return 2
-	case OpLSTMCellGrad:
+	case OpLSTMCellGrad, OpGRUCell:
 		return 1
+	case OpGRUCellGrad:
+		return 2
 	}
 	return 0
 }
@@ -159,6 +161,13 @@ func partType(n *Node, i int) (tensor.DType, tensor.Shape) {
 		return n.dtype, tensor.Shape{n.shape[0], 5 * n.shape[1]}
 	case OpLSTMCellGrad: // dc of the previous step [B, n]
 		return n.dtype, tensor.Shape{n.shape[0], n.shape[1] / 4}
+	case OpGRUCell: // the activations z, r, h' [B, 3n]
+		return n.dtype, tensor.Shape{n.shape[0], 3 * n.shape[1]}
+	case OpGRUCellGrad: // du [B, 3n]; dh of the previous step [B, n]
+		if i == 1 {
+			return n.dtype, n.shape
+		}
+		return n.dtype, tensor.Shape{n.shape[0], n.shape[1] / 3}
 	}
 	return n.dtype, n.shape
 }
@@ -333,4 +342,83 @@ func LSTMCellGrad(acts, dh, dc, cPrev *Node) (dz, dcPrev *Node) {
 		return dz, nil
 	}
 	return dz, PartOf(dz, 1)
+}
+
+// GRUCell returns h [B, n], the output of one step of Keras' GRU (Cho et
+// al. 2014) with reset_after (Keras' default, the cuDNN form) and Keras'
+// default activations, from the step's input projection x [B, 3n] (gates
+// z, r, h side by side: x_t·kernel + input bias), its recurrent
+// projection u [B, 3n] (h·recurrent_kernel + recurrent bias; nil: none,
+// a first step without a recurrent bias) and the previous output hPrev
+// [B, n] (nil: a zero state; it needs u):
+//
+//	z = σ(x_z + u_z), r = σ(x_r + u_r), h' = tanh(x_h + r·u_h)   (without u: σ(x_z), σ(x_r), tanh(x_h))
+//	h = h' + z·(hPrev - h')                                      (h' - z·h' without hPrev)
+//
+// each operation rounded to the dtype, in this order. Its part 1 [B, 3n]
+// holds each row's z, r and h', what the backward pass reads besides u
+// and hPrev.
+func GRUCell(x, u, hPrev *Node) *Node {
+	g := x.g
+	if (x.dtype != tensor.Float32 && x.dtype != tensor.Float64) || x.shape.Rank() != 2 || x.shape[1]%3 != 0 || x.shape[1] == 0 {
+		g.throw(OpGRUCell, "x must be [B, 3·units] of float32 or float64, got %s%v", x.dtype, x.shape)
+	}
+	s := tensor.Shape{x.shape[0], x.shape[1] / 3}
+	ins := []*Node{x}
+	if u != nil {
+		if u.dtype != x.dtype || !u.shape.Equal(x.shape) {
+			g.throw(OpGRUCell, "the recurrent projection %s%v must be x's %s%v", u.dtype, u.shape, x.dtype, x.shape)
+		}
+		ins = append(ins, u)
+	}
+	if hPrev != nil {
+		if u == nil {
+			g.throw(OpGRUCell, "a previous state needs the recurrent projection")
+		}
+		if hPrev.dtype != x.dtype || !hPrev.shape.Equal(s) {
+			g.throw(OpGRUCell, "the previous state %s%v must be %s%v for x %s%v", hPrev.dtype, hPrev.shape, x.dtype, s, x.dtype, x.shape)
+		}
+		ins = append(ins, hPrev)
+	}
+	h := g.add(OpGRUCell, x.dtype, s, Attr{}, ins...)
+	PartOf(h, 1)
+	return h
+}
+
+// GRUCellGrad returns the gradients of a loss through GRUCell: dx [B, 3n],
+// du [B, 3n] (nil without u) and dhPrev [B, n] (nil without hPrev), given
+// the step's activations acts (its part 1), the gradient dh of its output,
+// and its u and hPrev. With D = hPrev - h' (-h' without hPrev), and each
+// operation rounded in this order:
+//
+//	dh' = dh - dh·z                   dhPrev = dh·z
+//	da = dh'·(1 - h'·h')              dz = ((dh·D)·z)·(1 - z)
+//	dr = ((da·u_h)·r)·(1 - r)         (0 without u)
+//	dx = [dz, dr, da]                 du = [dz, dr, da·r]
+func GRUCellGrad(acts, dh, u, hPrev *Node) (dx, du, dhPrev *Node) {
+	g := acts.g
+	s := dh.shape
+	if s.Rank() != 2 || !acts.shape.Equal(tensor.Shape{s[0], 3 * s[1]}) || acts.dtype != dh.dtype {
+		g.throw(OpGRUCellGrad, "the activations %s%v must be [B, 3·units] of dh's %s%v", acts.dtype, acts.shape, dh.dtype, dh.shape)
+	}
+	ins := []*Node{acts, dh}
+	if u != nil {
+		sameShape(OpGRUCellGrad, acts, u)
+		ins = append(ins, u)
+	}
+	if hPrev != nil {
+		if u == nil {
+			g.throw(OpGRUCellGrad, "a previous state needs the recurrent projection")
+		}
+		sameShape(OpGRUCellGrad, dh, hPrev)
+		ins = append(ins, hPrev)
+	}
+	dx = g.add(OpGRUCellGrad, dh.dtype, acts.shape, Attr{}, ins...)
+	if u != nil {
+		du = PartOf(dx, 1)
+	}
+	if hPrev != nil {
+		dhPrev = PartOf(dx, 2)
+	}
+	return dx, du, dhPrev
 }

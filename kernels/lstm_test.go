@@ -178,3 +178,150 @@ func BenchmarkLSTMCell(b *testing.B) {
 		}
 	})
 }
+
+// gruStep returns z, r, h' and h of one unit of a GRU step by the
+// definition (graph.GRUCell), one operation at a time.
+func gruStep[T kernels.Float](xz, xr, xh, uz, ur, uh, hp T, hasU, hasPrev bool) (z, r, hh, h T) {
+	var ref lstmRef[T]
+	if hasU {
+		az, ar := xz+uz, xr+ur
+		z, r = ref.sig(az), ref.sig(ar)
+		ru := r * uh
+		hh = ref.tanh(xh + ru)
+	} else {
+		z, r, hh = ref.sig(xz), ref.sig(xr), ref.tanh(xh)
+	}
+	if hasPrev {
+		d := hp - hh
+		d = z * d
+		h = hh + d
+	} else {
+		zh := z * hh
+		h = hh - zh
+	}
+	return
+}
+
+// gruGrad returns dx_z, dx_r, dx_h, du_h and dhPrev of one unit.
+func gruGrad[T kernels.Float](z, r, hh, dh, uh, hp T, hasU, hasPrev bool) (dz, dr, da, duh, dhp T) {
+	dhp = dh * z
+	dhh := dh - dhp
+	s := hh * hh
+	da = dhh * (1 - s)
+	D := -hh
+	if hasPrev {
+		D = hp - hh
+	}
+	dz = dh * D
+	dz = dz * z * (1 - z)
+	if hasU {
+		dr = da * uh
+		dr = dr * r * (1 - r)
+	}
+	duh = da * r
+	return
+}
+
+func testGRUCell[T kernels.Float](t *testing.T, rng *rand.Rand, same func(a, b T) bool) {
+	fill := func(n int, scale float64) []T {
+		x := make([]T, n)
+		for i := range x {
+			x[i] = T(rng.NormFloat64() * scale)
+		}
+		return x
+	}
+	const mark = 12345
+	marked := func(n int) []T {
+		x := make([]T, n)
+		for i := range x {
+			x[i] = mark
+		}
+		return x
+	}
+	for _, sz := range [][2]int{{1, 1}, {3, 5}, {7, 33}, {5, 300}} {
+		B, n := sz[0], sz[1]
+		for _, mode := range []struct{ u, prev bool }{{false, false}, {true, false}, {true, true}} {
+			x, uu, hp := fill(3*B*n, 2), fill(3*B*n, 2), fill(B*n, 1)
+			var u, hPrev []T
+			if mode.u {
+				u = uu
+			}
+			if mode.prev {
+				hPrev = hp
+			}
+			lo, hi := B/3, B-B/4
+			h, acts := marked(B*n), marked(3*B*n)
+			kernels.GRUCellRows(h, acts, x, u, hPrev, n, lo, hi)
+			dh := fill(B*n, 1)
+			dx, du, dhPrev := marked(3*B*n), marked(3*B*n), marked(B*n)
+			var duw, dhpw []T
+			if mode.u {
+				duw = du
+			}
+			if mode.prev {
+				dhpw = dhPrev
+			}
+			kernels.GRUCellGradRows(dx, duw, dhpw, acts, dh, u, hPrev, n, lo, hi)
+			names := []string{"z", "r", "h'", "h", "dx_z", "dx_r", "dx_h", "du_z", "du_r", "du_h", "dhPrev"}
+			for b := range B {
+				for j := range n {
+					at, a3 := b*n+j, 3*b*n+j
+					got := []T{acts[a3], acts[a3+n], acts[a3+2*n], h[at], dx[a3], dx[a3+n], dx[a3+2*n], du[a3], du[a3+n], du[a3+2*n], dhPrev[at]}
+					want := make([]T, len(got))
+					for k := range want {
+						want[k] = mark
+					}
+					if b >= lo && b < hi {
+						z, r, hh, hv := gruStep(x[a3], x[a3+n], x[a3+2*n], uu[a3], uu[a3+n], uu[a3+2*n], hp[at], mode.u, mode.prev)
+						dz, dr, da, duh, dhp := gruGrad(z, r, hh, dh[at], uu[a3+2*n], hp[at], mode.u, mode.prev)
+						copy(want, []T{z, r, hh, hv, dz, dr, da})
+						if mode.u {
+							copy(want[7:], []T{dz, dr, duh})
+						}
+						if mode.prev {
+							want[10] = dhp
+						}
+					}
+					for k := range got {
+						if !same(got[k], want[k]) {
+							t.Fatalf("B=%d n=%d u=%v prev=%v rows %d..%d: row %d unit %d: %s = %v, want %v", B, n, mode.u, mode.prev, lo, hi, b, j, names[k], got[k], want[k])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGRUCell checks a GRU step and its gradient as TestLSTMCell does the
+// LSTM's: both float types, bit for bit against the definitions, on row
+// ranges, without a recurrent projection, with one, and with a previous
+// state.
+func TestGRUCell(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	t.Run("float32", func(t *testing.T) {
+		testGRUCell(t, rng, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) })
+	})
+	t.Run("float64", func(t *testing.T) {
+		testGRUCell(t, rng, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) })
+	})
+	t.Run("guards", func(t *testing.T) {
+		for name, f := range map[string]func(){
+			"state without u": func() {
+				kernels.GRUCellRows(make([]float32, 6), make([]float32, 18), make([]float32, 18), nil, make([]float32, 6), 3, 0, 2)
+			},
+			"short dh": func() {
+				kernels.GRUCellGradRows(make([]float32, 18), nil, nil, make([]float32, 18), make([]float32, 5), nil, nil, 3, 0, 2)
+			},
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: no panic", name)
+					}
+				}()
+				f()
+			}()
+		}
+	})
+}

@@ -302,6 +302,10 @@ func (l *GRU) ForwardN(c *Context, xs []*graph.Node) []*graph.Node {
 		uh = graph.Slice(u, []int{0, 2 * n}, []int{n, 3 * n})
 	}
 	drop := l.recurrentMask(c, B, xw.DType())
+	// With reset_after and Keras' default activations a step is one op
+	// (graph.GRUCell): the same values, in one pass over the step's rows
+	dt := xw.DType()
+	cell := !l.NoResetAfter && act == "tanh" && rec == "sigmoid" && (dt == tensor.Float32 || dt == tensor.Float64)
 	var hs []*graph.Node
 	for _, t := range l.steps(xw.Shape()[1]) {
 		x := stepInput(xw, t)
@@ -320,6 +324,11 @@ func (l *GRU) ForwardN(c *Context, xs []*graph.Node) []*graph.Node {
 				}
 			case recBias != nil:
 				uz = graph.BroadcastTo(recBias, B, 3*n)
+			}
+			if cell {
+				h = graph.GRUCell(x, uz, h)
+				hs = append(hs, h)
+				continue
 			}
 			xz, xr, xh := gate(x, 0, n), gate(x, 1, n), gate(x, 2, n)
 			if uz != nil {

@@ -26,6 +26,65 @@ func init() {
 		lower: lstmCellWorkspace})
 	register(graph.OpLSTMCellGrad, kernel{bind: floats(bindLSTM(lstmCellGradPart[float32]), bindLSTM(lstmCellGradPart[float64])),
 		lower: lstmCellGradWorkspace})
+	register(graph.OpGRUCell, kernel{bind: floats(bindLSTM(gruCellPart[float32]), bindLSTM(gruCellPart[float64])),
+		lower: gruCellWorkspace})
+	register(graph.OpGRUCellGrad, kernel{bind: floats(bindLSTM(gruCellGradPart[float32]), bindLSTM(gruCellGradPart[float64])),
+		lower: gruCellGradWorkspace})
+}
+
+// gruCellWorkspace: the activations where nothing reads them.
+func gruCellWorkspace(t *Target, it *compile.Instr) int64 {
+	if missing(it, 0) {
+		return int64(3 * it.Matrix.Rows * it.Matrix.Cols * it.DType.Size())
+	}
+	return 0
+}
+
+// gruCellGradWorkspace: du and dhPrev where nothing reads them.
+func gruCellGradWorkspace(t *Target, it *compile.Instr) int64 {
+	n := int64(0)
+	for i, size := range []int{3, 1} {
+		if missing(it, i) {
+			n += int64(size * it.Matrix.Rows * it.Matrix.Cols)
+		}
+	}
+	return n * int64(it.DType.Size())
+}
+
+// gruCellPart runs part p of b.splits of a GRU step's rows: x [, u [,
+// hPrev]] -> h, with the activations (its part).
+func gruCellPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	g := b.Matrix
+	work := tensor.As[T](b.work)
+	acts := part(b, 0, 3*g.Rows*g.Cols, &work)
+	var u, hPrev []T
+	if len(b.in) > 1 {
+		u = tensor.As[T](b.in[1])
+	}
+	if len(b.in) > 2 {
+		hPrev = tensor.As[T](b.in[2])
+	}
+	lo, hi := p*g.Rows/b.splits, (p+1)*g.Rows/b.splits
+	kernels.GRUCellRows(tensor.As[T](b.out), acts, tensor.As[T](b.in[0]), u, hPrev, g.Cols, lo, hi)
+}
+
+// gruCellGradPart runs part p of b.splits of a GRU step's gradient: acts,
+// dh [, u [, hPrev]] -> dx, with du and dhPrev (its parts) where the step
+// had u and hPrev.
+func gruCellGradPart[T kernels.Float](arg any, p int) {
+	b := arg.(*Bound)
+	g := b.Matrix
+	work := tensor.As[T](b.work)
+	var u, hPrev, du, dhPrev []T
+	if len(b.in) > 2 {
+		u, du = tensor.As[T](b.in[2]), part(b, 0, 3*g.Rows*g.Cols, &work)
+	}
+	if len(b.in) > 3 {
+		hPrev, dhPrev = tensor.As[T](b.in[3]), part(b, 1, g.Rows*g.Cols, &work)
+	}
+	lo, hi := p*g.Rows/b.splits, (p+1)*g.Rows/b.splits
+	kernels.GRUCellGradRows(tensor.As[T](b.out), du, dhPrev, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), u, hPrev, g.Cols, lo, hi)
 }
 
 // lstmCellWorkspace: c and the activations where nothing reads them (a

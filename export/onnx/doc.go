@@ -53,12 +53,14 @@
 // LeakyRelu, Clip, or its formula), Elu (Elu, Selu), Silu, HardSwish,
 // Softplus, Softsign, Conv2DTranspose (ConvTranspose; its filter stays
 // float under int8), ResizeBilinear (Resize, linear, half-pixel), and the
-// sequence ops (sequence.go), so the gpt and the lstm export: LayerNorm
+// sequence ops (sequence.go), so the gpt, the lstm and a GRU export: LayerNorm
 // (opset 17's LayerNormalization; its parts, each row's mean and 1/σ,
 // are the node's optional outputs), Gelu (its erf formula), Attention
 // (MatMul/Softmax with the causal rule and the mask; its part, the rows'
 // log-sum-exp, is not exported), LSTMCell (Split into the gates, Sigmoid,
-// Tanh, Mul, Add; its parts, c and the activations, are those values).
+// Tanh, Mul, Add; its parts, c and the activations, are those values),
+// GRUCell (Split into the gates, Sigmoid, Tanh, Add, Mul, Sub; its part,
+// the activations, is their Concat).
 // Not exported: the decoding steps' cache writes. Training-only ops
 // (losses, gradients, dropout masks and attention's dropout, batch
 // moments, Assign, collectives) are not exported.

@@ -9,14 +9,22 @@ import (
 )
 
 // seqModels returns the sequence models the runtime tests export: the
-// sequence ops one by one at odd sizes (float32 and float64), and small
-// instances of the reference gpt and lstm language models.
+// sequence ops one by one at odd sizes (float32 and float64), small
+// instances of the reference gpt and lstm language models, and a GRU
+// stack.
 func seqModels() []testModel {
 	return []testModel{
 		{name: "sequence_ops", build: sequenceOps(tensor.Float32), feed: feedSequence},
 		{name: "sequence_ops_f64", build: sequenceOps(tensor.Float64), feed: feedSequence},
 		{name: "gpt", build: languageModel(&nn.GPT{Vocab: 13, Context: 7, Dim: 12, Heads: 3, Blocks: 2, Hidden: 20}), feed: feedTokens(13)},
 		{name: "lstm", build: languageModel(&nn.LSTMLM{Vocab: 11, Context: 6, Embed: 5, Units: 7}), feed: feedTokens(11)},
+		// Keras' default GRU (reset_after), its steps graph.GRUCell: one
+		// returning every step's output, one read backwards
+		{name: "gru", build: sequential(&nn.Sequential{Name: "gru", InputShape: tensor.Shape{6, 4}, Layers: []nn.Layer{
+			&nn.GRU{Recurrent: nn.Recurrent{LayerName: "gru", Units: 5, ReturnSequences: true}},
+			&nn.GRU{Recurrent: nn.Recurrent{LayerName: "gru_1", Units: 3, GoBackwards: true}},
+			&nn.Dense{LayerName: "dense", Units: 2},
+		}})},
 	}
 }
 
@@ -46,7 +54,8 @@ func feedTokens(vocab int) func(*rand.Rand, *graph.Node, tensor.Tensor) {
 // many keys as queries, more and fewer (H = 3 heads of D = 5), and two
 // LSTM steps of 3 units, the first without a previous cell state, the
 // second reading the first's c (its part 1) and h, with each step's c and
-// the second's activations (part 2) read too.
+// the second's activations (part 2) read too, and three GRU steps of 3
+// units (gruSteps), with the last one's activations (part 1) read too.
 //
 //	x [B, 5, 6], y [B, 7, 6], z [B, 3, 6] (dt)
 //	mask [B, 5, 5] bool, mask8 [B, 5, 7] uint8 (nonzero: attend); some
@@ -82,6 +91,7 @@ func sequenceOps(dt tensor.DType) func(b int) (*graph.Graph, []*graph.Node, []Ou
 		fewer := graph.Attention(q, kz, vz, graph.AttentionOptions{Causal: graph.CausalBottomRight}) // rows 0, 1 see no key
 		both := graph.Attention(q, ky, vy, graph.AttentionOptions{Causal: graph.CausalTopLeft, Mask: mask8})
 		h1, h2 := lstmSteps(g, graph.Reshape(x, b, 30), graph.Reshape(y, b, 42), 3)
+		g1, g2, g3 := gruSteps(g, graph.Reshape(x, b, 30), graph.Reshape(y, b, 42), graph.Reshape(z, b, 18), 3)
 		g.PopScope()
 		outs := []Output{
 			{Name: "layer_norm", Node: ln}, {Name: "mean", Node: graph.PartOf(ln, 1)}, {Name: "rstd", Node: graph.PartOf(ln, 2)},
@@ -90,6 +100,7 @@ func sequenceOps(dt tensor.DType) func(b int) (*graph.Graph, []*graph.Node, []Ou
 			{Name: "causal_and_mask", Node: flat(both)},
 			{Name: "lstm_h1", Node: h1}, {Name: "lstm_c1", Node: graph.PartOf(h1, 1)},
 			{Name: "lstm_h2", Node: h2}, {Name: "lstm_c2", Node: graph.PartOf(h2, 1)}, {Name: "lstm_acts2", Node: graph.PartOf(h2, 2)},
+			{Name: "gru_h1", Node: g1}, {Name: "gru_h2", Node: g2}, {Name: "gru_h3", Node: g3}, {Name: "gru_acts3", Node: graph.PartOf(g3, 1)},
 		}
 		if gelu != ln {
 			outs = append(outs, Output{Name: "gelu", Node: gelu})
@@ -112,6 +123,27 @@ func lstmSteps(g *graph.Graph, x1, x2 *graph.Node, n int) (h1, h2 *graph.Node) {
 	u := g.Param("lstm/u", dt, tensor.Shape{n, 4 * n})
 	h2 = graph.LSTMCell(graph.Add(z("2", x2), graph.MatMul(h1, u)), graph.PartOf(h1, 1))
 	return h1, h2
+}
+
+// gruSteps builds three GRU steps of n units over x1 [B, d1], x2 [B, d2]
+// and x3 [B, d3], one of each form: h1 = GRUCell(x1·w1 + b1) with neither
+// a recurrent projection nor a previous state, h2 = GRUCell(x2·w2 + b2,
+// h1·u + bu) without a previous state, and h3 = GRUCell(x3·w3 + b3,
+// h2·u + bu, h2).
+func gruSteps(g *graph.Graph, x1, x2, x3 *graph.Node, n int) (h1, h2, h3 *graph.Node) {
+	dt := x1.DType()
+	xw := func(name string, x *graph.Node) *graph.Node {
+		w := g.Param("gru/w"+name, dt, tensor.Shape{x.Shape()[1], 3 * n})
+		b := g.Param("gru/b"+name, dt, tensor.Shape{3 * n})
+		return graph.Add(graph.MatMul(x, w), b)
+	}
+	u := g.Param("gru/u", dt, tensor.Shape{n, 3 * n})
+	bu := g.Param("gru/bu", dt, tensor.Shape{3 * n})
+	hu := func(h *graph.Node) *graph.Node { return graph.Add(graph.MatMul(h, u), bu) }
+	h1 = graph.GRUCell(xw("1", x1), nil, nil)
+	h2 = graph.GRUCell(xw("2", x2), hu(h1), nil)
+	h3 = graph.GRUCell(xw("3", x3), hu(h2), h2)
+	return h1, h2, h3
 }
 
 // feedSequence fills sequenceOps' inputs: N(0, 2) values (layer norm's

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"math"
+	"slices"
 
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/tensor"
@@ -37,15 +38,27 @@ import (
 //     step reads; its part 2, the activations i, f, g, o, tanh(c) [B, 5n]
 //     only the backward pass reads, is their Concat, emitted only when a
 //     live node reads it.
+//   - GRUCell -> Split of x [B, 3n] (and u [B, 3n]) along axis 1 into the
+//     gates z, r, h, then z = σ(x_z + u_z), r = σ(x_r + u_r),
+//     h' = tanh(x_h + r·u_h) and h = h' + z·(hPrev - h') by Add, Mul,
+//     Sub, Sigmoid and Tanh, in the order of kernels.GRUCellRows (without
+//     u: σ(x_z), σ(x_r), tanh(x_h); without hPrev: h = h' - z·h'). Its
+//     part 1, the activations z, r, h' [B, 3n] only the backward pass
+//     reads, is their Concat, emitted only when a live node reads it.
+//     A u that is one row broadcast over the batch (nn.GRU's first step:
+//     the recurrent bias, BroadcastTo [B, 3n]) is exported as that row,
+//     which the Adds and the Mul broadcast, so that it scales with the
+//     batch.
 func init() {
 	register(graph.OpLayerNorm, rule{batch: batchLayerNorm, emit: emitLayerNorm})
 	register(graph.OpGelu, rule{batch: batchSame, emit: emitGelu})
 	register(graph.OpAttention, rule{batch: batchAttention, emit: emitAttention})
-	register(graph.OpLSTMCell, rule{batch: batchLSTMCell, emit: emitLSTMCell})
+	register(graph.OpLSTMCell, rule{batch: batchStep, emit: emitLSTMCell})
+	register(graph.OpGRUCell, rule{batch: batchGRUCell, emit: emitGRUCell})
 	register(graph.OpPart, rule{batch: batchPart, emit: emitPart})
 	registerNotExportable("a decoding step's cache write: not exported", graph.OpCacheWrite)
 	registerNotExportable(trainingOnly, graph.OpAttentionGrad, graph.OpUnsliceAdd, graph.OpGeluGrad, graph.OpLayerNormGrad,
-		graph.OpLSTMCellGrad)
+		graph.OpLSTMCellGrad, graph.OpGRUCellGrad)
 }
 
 // batchLayerNorm: x's batch axis, which must not be the normalized (last)
@@ -214,11 +227,19 @@ func (c *converter) causalBias(n *graph.Node, Tq, Tk, off int) string {
 	return c.addInit(n.Owner()+"/causal_bias", hostTensor(t))
 }
 
-// batchLSTMCell: z [B, 4n] and cPrev [B, n] have the batch on axis 0, or
-// neither has (the gates' axis 1 is split, so it cannot be the batch).
-func batchLSTMCell(c *converter, n *graph.Node) (int, error) {
+// batchStep: a recurrent step's inputs, rows of the batch (an LSTM step's
+// z [B, 4n] and cPrev [B, n]; a GRU step's x [B, 3n], u [B, 3n] and hPrev
+// [B, n]), all have the batch on axis 0, or none has (the gates' axis 1
+// is split, so it cannot be the batch).
+func batchStep(c *converter, n *graph.Node) (int, error) {
+	return batchRows(c, n, n.Inputs())
+}
+
+// batchRows: xs, inputs of the step n, have the batch on axis 0, or none
+// has.
+func batchRows(c *converter, n *graph.Node, xs []*graph.Node) (int, error) {
 	a := -1
-	for _, x := range n.Inputs() {
+	for _, x := range xs {
 		switch ax := c.axis[x.ID()]; {
 		case ax > 0:
 			return 0, unsupported(n, "the batch is on axis %d of %s%v, not 0", ax, x.Owner(), x.Shape())
@@ -227,9 +248,9 @@ func batchLSTMCell(c *converter, n *graph.Node) (int, error) {
 		}
 	}
 	if a == 0 {
-		for _, x := range n.Inputs() {
+		for _, x := range xs {
 			if c.axis[x.ID()] < 0 {
-				return 0, unsupported(n, "z and the previous cell state do not scale alike: %s%v has no batch axis", x.Owner(), x.Shape())
+				return 0, unsupported(n, "the step's inputs do not scale alike: %s%v has no batch axis", x.Owner(), x.Shape())
 			}
 		}
 	}
@@ -279,16 +300,99 @@ func emitLSTMCell(c *converter, n *graph.Node) (string, error) {
 	return h, nil
 }
 
+// batchGRUCell: as batchStep, except that u may be one row broadcast
+// over the batch (gruRowU) when x has the batch on axis 0.
+func batchGRUCell(c *converter, n *graph.Node) (int, error) {
+	xs := n.Inputs()
+	if gruRowU(c, n) {
+		xs = slices.Delete(slices.Clone(xs), 1, 2)
+	}
+	return batchRows(c, n, xs)
+}
+
+// gruRowU reports whether the GRU step n has x with the batch on axis 0
+// and a u that does not scale with it but is one row [3n] or [1, 3n]
+// broadcast to [B, 3n] (nn.GRU's first step without an initial state
+// reads its recurrent bias so): emitGRUCell reads that row, which its
+// Adds and Mul broadcast over x's rows, whatever the batch.
+func gruRowU(c *converter, n *graph.Node) bool {
+	if len(n.Inputs()) < 2 {
+		return false
+	}
+	x, u := n.Inputs()[0], n.Inputs()[1]
+	if c.axis[x.ID()] != 0 || c.axis[u.ID()] >= 0 || u.Op() != graph.OpBroadcastTo {
+		return false
+	}
+	s := u.Inputs()[0].Shape()
+	return (s.Rank() == 1 || (s.Rank() == 2 && s[0] == 1)) && s[s.Rank()-1] == u.Shape()[1]
+}
+
+// emitGRUCell: one GRU step as kernels.GRUCellRows computes it, the same
+// operations in the same order:
+//
+//	x_z, x_r, x_h = Split(x, [n, n, n], axis 1)   (u_z, u_r, u_h likewise)
+//	z, r = σ(x_z + u_z), σ(x_r + u_r)              (σ(x_z), σ(x_r) without u)
+//	h' = tanh(x_h + r·u_h)                         (tanh(x_h) without u)
+//	h = h' + z·(hPrev - h')                        (h' - z·h' without hPrev)
+//
+// Part 1 (the activations) is Concat(z, r, h') when a live node reads it.
+// A u broadcast from one row (gruRowU) is read as that row, split along
+// its last axis.
+func emitGRUCell(c *converter, n *graph.Node) (string, error) {
+	in, err := c.ins(n)
+	if err != nil {
+		return "", err
+	}
+	if gruRowU(c, n) {
+		if in[1], err = c.valueOf(n.Inputs()[1].Inputs()[0]); err != nil {
+			return "", err
+		}
+	}
+	w := int64(n.Shape()[1])
+	sizes := c.constI64(w, w, w)
+	x := c.nodeN("Split", "x_gates", 3, []string{in[0], sizes}, attrI("axis", 1))
+	var z, r, hh string
+	if len(in) > 1 {
+		u := c.nodeN("Split", "u_gates", 3, []string{in[1], sizes}, attrI("axis", -1))
+		z = c.node("Sigmoid", "z", []string{c.node("Add", "xu_z", []string{x[0], u[0]})})
+		r = c.node("Sigmoid", "r", []string{c.node("Add", "xu_r", []string{x[1], u[1]})})
+		ru := c.node("Mul", "ru_h", []string{r, u[2]})
+		hh = c.node("Tanh", "h_cand", []string{c.node("Add", "xu_h", []string{x[2], ru})})
+	} else {
+		z = c.node("Sigmoid", "z", []string{x[0]})
+		r = c.node("Sigmoid", "r", []string{x[1]})
+		hh = c.node("Tanh", "h_cand", []string{x[2]})
+	}
+	var h string
+	if len(in) > 2 {
+		d := c.node("Mul", "zd", []string{z, c.node("Sub", "d", []string{in[2], hh})})
+		h = c.node("Add", "", []string{hh, d})
+	} else {
+		h = c.node("Sub", "", []string{hh, c.node("Mul", "zh", []string{z, hh})})
+	}
+	acts := ""
+	for _, p := range c.uses[n.ID()] {
+		if p.Op() == graph.OpPart && p.Attr().Part == 1 {
+			if acts == "" {
+				acts = c.node("Concat", "acts", []string{z, r, hh}, attrI("axis", 1))
+			}
+			c.fused[p.ID()] = acts
+		}
+	}
+	return h, nil
+}
+
 // batchPart: a layer normalization's parts [...] keep x's batch axis (never
-// the last); attention's log-sum-exp [B, H, Tq] has it on axis 0 as q, and
-// an LSTM step's c [B, n] and activations [B, 5n] as z.
+// the last); attention's log-sum-exp [B, H, Tq] has it on axis 0 as q, an
+// LSTM step's c [B, n] and activations [B, 5n] as z, and a GRU step's
+// activations [B, 3n] as x.
 func batchPart(c *converter, n *graph.Node) (int, error) {
 	return c.axis[n.Inputs()[0].ID()], nil
 }
 
 // emitPart is reached for a part its op's emitter did not provide (a layer
 // normalization's are set by emitLayerNorm, an LSTM step's by
-// emitLSTMCell).
+// emitLSTMCell, a GRU step's by emitGRUCell).
 func emitPart(c *converter, n *graph.Node) (string, error) {
 	switch src := n.Inputs()[0]; src.Op() {
 	case graph.OpAttention:

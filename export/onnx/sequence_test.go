@@ -15,7 +15,9 @@ import (
 // TestSequenceNodes: gelu is its erf formula in the order onnxruntime's
 // GeluFusion matches; layer normalization is one LayerNormalization that
 // lists its Mean and InvStdDev outputs only when a part is read; a causal
-// attention without a mask adds a constant, one with a mask uses Where.
+// attention without a mask adds a constant, one with a mask uses Where;
+// an LSTM or GRU step is its composition, with a Concat of the activations
+// only when they are read.
 func TestSequenceNodes(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -55,6 +57,28 @@ func TestSequenceNodes(t *testing.T) {
 		}, []string{"Reshape", "Split", "Sigmoid", "Sigmoid", "Tanh", "Sigmoid", "Mul", "Tanh", "Mul",
 			"Split", "Sigmoid", "Sigmoid", "Tanh", "Sigmoid", "Mul", "Mul", "Add", "Tanh", "Mul", "Concat",
 			"Identity", "Identity", "Identity"}, 0},
+		{"gru step of x alone", func(g *graph.Graph, x *graph.Node) []Output {
+			return []Output{{"y", graph.GRUCell(graph.Reshape(x, x.Shape()[0], 24), nil, nil)}}
+		}, []string{"Reshape", "Split", "Sigmoid", "Sigmoid", "Tanh", "Mul", "Sub", "Identity"}, 0},
+		{"gru step of x and u", func(g *graph.Graph, x *graph.Node) []Output {
+			z := graph.Reshape(x, x.Shape()[0], 24)
+			return []Output{{"y", graph.GRUCell(z, graph.Neg(z), nil)}}
+		}, []string{"Reshape", "Neg", "Split", "Split", "Add", "Sigmoid", "Add", "Sigmoid", "Mul", "Add", "Tanh",
+			"Mul", "Sub", "Identity"}, 0},
+		{"gru step of x and a broadcast row", func(g *graph.Graph, x *graph.Node) []Output {
+			z := graph.Reshape(x, x.Shape()[0], 24)
+			u := graph.BroadcastTo(g.Param("bu", tensor.Float32, tensor.Shape{24}), x.Shape()[0], 24)
+			return []Output{{"y", graph.GRUCell(z, u, nil)}}
+		}, []string{"Reshape", "Expand", "Split", "Split", "Add", "Sigmoid", "Add", "Sigmoid", "Mul", "Add", "Tanh",
+			"Mul", "Sub", "Identity"}, 0},
+		{"gru steps, a previous state and the activations", func(g *graph.Graph, x *graph.Node) []Output {
+			z := graph.Reshape(x, x.Shape()[0], 24)
+			h := graph.GRUCell(z, nil, nil)
+			h2 := graph.GRUCell(z, z, h)
+			return []Output{{"y", h2}, {"acts", graph.PartOf(h2, 1)}}
+		}, []string{"Reshape", "Split", "Sigmoid", "Sigmoid", "Tanh", "Mul", "Sub",
+			"Split", "Split", "Add", "Sigmoid", "Add", "Sigmoid", "Mul", "Add", "Tanh", "Sub", "Mul", "Add", "Concat",
+			"Identity", "Identity"}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +133,18 @@ func TestSequenceExportErrors(t *testing.T) {
 		{"lstm state without the batch", func(g *graph.Graph, x *graph.Node) *graph.Node {
 			return graph.LSTMCell(graph.Reshape(x, 2, 24), g.Param("c0", tensor.Float32, tensor.Shape{2, 6}))
 		}, graph.OpLSTMCell, "do not scale alike"},
+		{"gru state without the batch", func(g *graph.Graph, x *graph.Node) *graph.Node {
+			z := graph.Reshape(x, 2, 24)
+			return graph.GRUCell(z, z, g.Param("h0", tensor.Float32, tensor.Shape{2, 8}))
+		}, graph.OpGRUCell, "do not scale alike"},
+		{"gru recurrent projection without the batch", func(g *graph.Graph, x *graph.Node) *graph.Node {
+			return graph.GRUCell(graph.Reshape(x, 2, 24), g.Param("u", tensor.Float32, tensor.Shape{2, 24}), nil)
+		}, graph.OpGRUCell, "do not scale alike"},
+		{"gru step's gradient", func(g *graph.Graph, x *graph.Node) *graph.Node {
+			h := graph.GRUCell(graph.Reshape(x, 2, 24), nil, nil)
+			dx, _, _ := graph.GRUCellGrad(graph.PartOf(h, 1), h, nil, nil)
+			return dx
+		}, graph.OpGRUCellGrad, "a training step's backward pass"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,8 +30,8 @@
 // im2col (or a col2im gather) and cuBLAS, max pooling and its gradient,
 // BatchNormalization's moments, layer norm and its gradient, gelu,
 // attention forward (one block per query row, the log-sum-exp kept) and
-// backward (three kernels, no atomics), and an LSTM step and its gradient
-// (one thread per unit of a row). Matrix products go to cuBLAS.
+// backward (three kernels, no atomics), and LSTM and GRU steps and their
+// gradients (one thread per unit of a row). Matrix products go to cuBLAS.
 // Each kernel computes what the host's kernel computes (backend/cpu and
 // package kernels), operation for operation where the host rounds in
 // float32 and in float64 where the host does: exp, log, tanh and the

@@ -11,8 +11,8 @@ import (
 )
 
 // sequenceCases: matrix products (batched, shared, transposed, bfloat16),
-// attention forward and backward (causal both ways, a mask) and the LSTM
-// step and its gradient (lstmCases).
+// attention forward and backward (causal both ways, a mask), the LSTM
+// step and its gradient (lstmCases) and the GRU's (gruCases).
 func sequenceCases() []Case {
 	var cs []Case
 	for _, g := range []compile.MatMulGeom{
@@ -78,7 +78,8 @@ func sequenceCases() []Case {
 		cs = append(cs, Case{Name: "attention_grad/" + name, it: compile.Instr{Op: graph.OpAttentionGrad, DType: f32, InDType: f32, Shape: q, Attention: &bwd},
 			ins: gins, parts: []tensor.Shape{k, k}, tol: 5e-5})
 	}
-	return append(cs, lstmCases()...)
+	cs = append(cs, lstmCases()...)
+	return append(cs, gruCases()...)
 }
 
 // lstmCases: the LSTM step (with and without a previous state, its parts
@@ -120,5 +121,55 @@ func lstmCases() []Case {
 	}
 	cs = append(cs, Case{Name: "lstm_cell/special", it: mat(graph.OpLSTMCell, 4, 37, 1), ins: []operand{special(4, 4*37), special(4, 37)},
 		parts: []tensor.Shape{sh(4, 37), sh(4, 5*37)}})
+	return cs
+}
+
+// gruCases: the GRU step (x alone, with u, with u and hPrev; its part
+// read or not; special values) and its gradient (the same three modes, its
+// parts read or not), on odd sizes and rows past a block.
+func gruCases() []Case {
+	var cs []Case
+	mat := func(op graph.Op, B, n, width int) compile.Instr {
+		it := ew(op, sh(B, width*n))
+		it.Matrix = &compile.MatrixGeom{Rows: B, Cols: n}
+		return it
+	}
+	// acts: z, r in (0, 1); h' in (-1, 1)
+	acts := func(B, n int) operand {
+		return operand{dt: f32, shape: sh(B, 3*n), fill: func(r *rand.Rand, k int) float64 {
+			if k%(3*n)/n == 2 {
+				return 2*r.Float64() - 1
+			}
+			return r.Float64()
+		}}
+	}
+	wide := func(s ...int) operand { // N(0, 9): saturated gates too
+		return operand{dt: f32, shape: sh(s...), fill: func(r *rand.Rand, _ int) float64 { return 3 * r.NormFloat64() }}
+	}
+	for _, size := range [][2]int{{3, 5}, {7, 33}, {5, 130}} {
+		B, n := size[0], size[1]
+		name := fmt.Sprintf("/B%d-n%d", B, n)
+		cell := mat(graph.OpGRUCell, B, n, 1)
+		actsShape := []tensor.Shape{sh(B, 3*n)}
+		grad := mat(graph.OpGRUCellGrad, B, n, 3)
+		x, u, h := wide(B, 3*n), wide(B, 3*n), wide(B, n)
+		cs = append(cs,
+			Case{Name: "gru_cell" + name, it: cell, ins: []operand{x, u, h}, parts: actsShape},
+			Case{Name: "gru_cell/no-state" + name, it: cell, ins: []operand{x, u}, parts: actsShape},
+			Case{Name: "gru_cell/input-only" + name, it: cell, ins: []operand{x}, parts: actsShape},
+			Case{Name: "gru_cell/no-parts" + name, it: withParts(cell, 1), ins: []operand{x, u, h}},
+			Case{Name: "gru_cell/input-only-no-parts" + name, it: withParts(cell, 1), ins: []operand{x}},
+			Case{Name: "gru_cell_grad" + name, it: grad, ins: []operand{acts(B, n), in32(B, n), u, h},
+				parts: []tensor.Shape{sh(B, 3*n), sh(B, n)}},
+			Case{Name: "gru_cell_grad/no-state" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n), u},
+				parts: actsShape},
+			Case{Name: "gru_cell_grad/input-only" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n)}},
+			Case{Name: "gru_cell_grad/dhprev-unread" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n), u, h},
+				parts: actsShape},
+			Case{Name: "gru_cell_grad/no-parts" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n), u, h}},
+			Case{Name: "gru_cell_grad/no-state-no-parts" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n), u}})
+	}
+	cs = append(cs, Case{Name: "gru_cell/special", it: mat(graph.OpGRUCell, 4, 37, 1),
+		ins: []operand{special(4, 3*37), special(4, 3*37), special(4, 37)}, parts: []tensor.Shape{sh(4, 3*37)}})
 	return cs
 }
