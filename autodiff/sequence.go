@@ -33,6 +33,9 @@ func init() {
 	// missing one is zero
 	registerParts(graph.OpLSTMCell, func(c *vjp, n, gy *graph.Node) []*graph.Node {
 		g := n.Graph()
+		if c.partGrad(n, 2) != nil {
+			panic(&graph.Error{Op: n.Op(), Owner: n.Owner(), Site: n.Site(), Msg: "has no gradient rule through its part 2 (the activations the backward pass reads)"})
+		}
 		dc := c.partGrad(n, 1)
 		if gy == nil {
 			gy = g.Full(0, n.DType(), n.Shape())

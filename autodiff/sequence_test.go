@@ -99,8 +99,9 @@ func sequenceGradCases() []gradCase {
 }
 
 // TestPartGradientRefused differentiates through a part of an op whose
-// rule does not take its parts' gradients (a layer norm's row means): the
-// error names the op and the part.
+// rule does not take its parts' gradients (a layer norm's row means), and
+// through the part of an LSTM step that carries none (its activations):
+// the error names the op and the part.
 func TestPartGradientRefused(t *testing.T) {
 	g := graph.New()
 	x := g.Variable("x", graph.RoleParam, tensor.Float64, tensor.Shape{3, 4})
@@ -111,5 +112,13 @@ func TestPartGradientRefused(t *testing.T) {
 	err := graph.Catch(func() { autodiff.Grad(loss, x) })
 	if err == nil || !strings.Contains(err.Error(), "layer_norm") || !strings.Contains(err.Error(), "part 1") {
 		t.Fatalf("got %v, want an error naming layer_norm and its part 1", err)
+	}
+	// an LSTM step takes its state's gradient, not its activations'
+	z := g.Variable("z", graph.RoleParam, tensor.Float64, tensor.Shape{3, 8})
+	h := graph.LSTMCell(z, nil)
+	loss = graph.Add(graph.ReduceSum(h), graph.ReduceSum(graph.PartOf(h, 2)))
+	err = graph.Catch(func() { autodiff.Grad(loss, z) })
+	if err == nil || !strings.Contains(err.Error(), "lstm_cell") || !strings.Contains(err.Error(), "part 2") {
+		t.Fatalf("got %v, want an error naming lstm_cell and its part 2", err)
 	}
 }
