@@ -51,18 +51,15 @@ func init() {
 		return []*graph.Node{dz, dcPrev}
 	})
 	// a GRU step: the backward pass reads the step's activations (its
-	// part, kept or recomputed with it), its recurrent projection and its
-	// previous state
+	// part, kept or recomputed with it; they hold the slice of u it needs)
+	// and its previous state
 	register(graph.OpGRUCell, func(c *vjp, n, gy *graph.Node) []*graph.Node {
-		var u, hPrev *graph.Node
-		if len(n.Inputs()) > 1 {
-			u = c.in(n, 1)
-		}
+		var hPrev *graph.Node
 		if len(n.Inputs()) > 2 {
 			hPrev = c.in(n, 2)
 		}
-		dx, du, dhPrev := graph.GRUCellGrad(c.val(graph.PartOf(n, 1)), gy, u, hPrev)
-		return []*graph.Node{dx, du, dhPrev}
+		dx, du, dhPrev := graph.GRUCellGrad(c.val(graph.PartOf(n, 1)), gy, hPrev)
+		return []*graph.Node{dx, du, dhPrev} // (du goes nowhere without u)
 	})
 	register(graph.OpGelu, func(c *vjp, n, gy *graph.Node) []*graph.Node { return one(graph.GeluGrad(c.in(n, 0), gy)) })
 	registerNoRule(internal, graph.OpAttentionGrad, graph.OpGeluGrad, graph.OpLayerNormGrad, graph.OpUnsliceAdd, graph.OpLSTMCellGrad,

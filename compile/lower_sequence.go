@@ -47,8 +47,8 @@ func init() {
 	register(graph.OpLSTMCell, lowering{lower: lstm})
 	register(graph.OpLSTMCellGrad, lowering{lower: lstm})
 	// a GRU step: x [, u [, hPrev]] -> h; part 1: the activations. Its
-	// gradient: acts, dh [, u [, hPrev]] -> dx; parts 1, 2: du, dhPrev.
-	// Matrix as the LSTM's; the inputs' count says which are there.
+	// gradient: acts, dh [, hPrev] -> dx; parts 1, 2: du, dhPrev. Matrix
+	// as the LSTM's; the inputs' count says which are there.
 	register(graph.OpGRUCell, lowering{lower: lstm})
 	register(graph.OpGRUCellGrad, lowering{lower: lstm})
 }

@@ -161,8 +161,8 @@ func partType(n *Node, i int) (tensor.DType, tensor.Shape) {
 		return n.dtype, tensor.Shape{n.shape[0], 5 * n.shape[1]}
 	case OpLSTMCellGrad: // dc of the previous step [B, n]
 		return n.dtype, tensor.Shape{n.shape[0], n.shape[1] / 4}
-	case OpGRUCell: // the activations z, r, h' [B, 3n]
-		return n.dtype, tensor.Shape{n.shape[0], 3 * n.shape[1]}
+	case OpGRUCell: // the activations z, r, h' and u_h [B, 4n]
+		return n.dtype, tensor.Shape{n.shape[0], 4 * n.shape[1]}
 	case OpGRUCellGrad: // du [B, 3n]; dh of the previous step [B, n]
 		if i == 1 {
 			return n.dtype, n.shape
@@ -355,9 +355,10 @@ func LSTMCellGrad(acts, dh, dc, cPrev *Node) (dz, dcPrev *Node) {
 //	z = σ(x_z + u_z), r = σ(x_r + u_r), h' = tanh(x_h + r·u_h)   (without u: σ(x_z), σ(x_r), tanh(x_h))
 //	h = h' + z·(hPrev - h')                                      (h' - z·h' without hPrev)
 //
-// each operation rounded to the dtype, in this order. Its part 1 [B, 3n]
-// holds each row's z, r and h', what the backward pass reads besides u
-// and hPrev.
+// each operation rounded to the dtype, in this order. Its part 1 [B, 4n]
+// holds each row's z, r, h' and u_h (0 without u): with hPrev, what the
+// backward pass reads, as the composition keeps z, r, h' and the slice
+// u_h.
 func GRUCell(x, u, hPrev *Node) *Node {
 	g := x.g
 	if (x.dtype != tensor.Float32 && x.dtype != tensor.Float64) || x.shape.Rank() != 2 || x.shape[1]%3 != 0 || x.shape[1] == 0 {
@@ -386,39 +387,29 @@ func GRUCell(x, u, hPrev *Node) *Node {
 }
 
 // GRUCellGrad returns the gradients of a loss through GRUCell: dx [B, 3n],
-// du [B, 3n] (nil without u) and dhPrev [B, n] (nil without hPrev), given
-// the step's activations acts (its part 1), the gradient dh of its output,
-// and its u and hPrev. With D = hPrev - h' (-h' without hPrev), and each
-// operation rounded in this order:
+// du [B, 3n] (the gradient of u, when the step had one) and dhPrev [B, n]
+// (nil without hPrev), given the step's activations acts (its part 1), the
+// gradient dh of its output and its hPrev. With D = hPrev - h' (-h'
+// without hPrev), and each operation rounded in this order:
 //
 //	dh' = dh - dh·z                   dhPrev = dh·z
 //	da = dh'·(1 - h'·h')              dz = ((dh·D)·z)·(1 - z)
-//	dr = ((da·u_h)·r)·(1 - r)         (0 without u)
+//	dr = ((da·u_h)·r)·(1 - r)         (±0 without u: u_h is 0)
 //	dx = [dz, dr, da]                 du = [dz, dr, da·r]
-func GRUCellGrad(acts, dh, u, hPrev *Node) (dx, du, dhPrev *Node) {
+func GRUCellGrad(acts, dh, hPrev *Node) (dx, du, dhPrev *Node) {
 	g := acts.g
 	s := dh.shape
-	if s.Rank() != 2 || !acts.shape.Equal(tensor.Shape{s[0], 3 * s[1]}) || acts.dtype != dh.dtype {
-		g.throw(OpGRUCellGrad, "the activations %s%v must be [B, 3·units] of dh's %s%v", acts.dtype, acts.shape, dh.dtype, dh.shape)
+	if s.Rank() != 2 || !acts.shape.Equal(tensor.Shape{s[0], 4 * s[1]}) || acts.dtype != dh.dtype {
+		g.throw(OpGRUCellGrad, "the activations %s%v must be [B, 4·units] of dh's %s%v", acts.dtype, acts.shape, dh.dtype, dh.shape)
 	}
 	ins := []*Node{acts, dh}
-	if u != nil {
-		sameShape(OpGRUCellGrad, acts, u)
-		ins = append(ins, u)
-	}
 	if hPrev != nil {
-		if u == nil {
-			g.throw(OpGRUCellGrad, "a previous state needs the recurrent projection")
-		}
 		sameShape(OpGRUCellGrad, dh, hPrev)
 		ins = append(ins, hPrev)
 	}
-	dx = g.add(OpGRUCellGrad, dh.dtype, acts.shape, Attr{}, ins...)
-	if u != nil {
-		du = PartOf(dx, 1)
-	}
+	dx = g.add(OpGRUCellGrad, dh.dtype, tensor.Shape{s[0], 3 * s[1]}, Attr{}, ins...)
 	if hPrev != nil {
 		dhPrev = PartOf(dx, 2)
 	}
-	return dx, du, dhPrev
+	return dx, PartOf(dx, 1), dhPrev
 }

@@ -60,8 +60,8 @@ func TestNoAllocs(t *testing.T) {
 		"TanhGrad":             func() { kernels.TanhGrad(dst64, x64, x64) },
 		"LSTMCellRows":         func() { kernels.LSTMCellRows(x[:12], y[:12], dst[:60], x[:48], y[12:24], 6, 0, 2) },
 		"LSTMCellGradRows":     func() { kernels.LSTMCellGradRows(dst[:48], y[:12], x[:60], x[:12], x[12:24], x[24:36], 6, 0, 2) },
-		"GRUCellRows":          func() { kernels.GRUCellRows(y[:12], dst[:36], x[:36], x[:36], x[36:48], 6, 0, 2) },
-		"GRUCellGradRows":      func() { kernels.GRUCellGradRows(dst[:36], y[:36], y[36:48], x[:36], x[:12], x[12:48], x[:12], 6, 0, 2) },
+		"GRUCellRows":          func() { kernels.GRUCellRows(y[:12], dst[:48], x[:36], x[:36], x[36:48], 6, 0, 2) },
+		"GRUCellGradRows":      func() { kernels.GRUCellGradRows(dst[:36], y[:36], y[36:48], x[:48], x[:12], x[12:24], 6, 0, 2) },
 		"LSTMCellGradRows float64": func() {
 			kernels.LSTMCellGradRows(dst64[:48], nil, x64[:60], x64[:12], x64[12:24], nil, 6, 0, 2)
 		},

@@ -121,7 +121,7 @@ func LSTMCellGradRows[T Float](dz, dcPrev, acts, dh, dc, cPrev []T, n, lo, hi in
 // projection x [B, 3n] (gates z, r, h side by side), the recurrent
 // projection u [B, 3n] (nil: none) and the previous output hPrev [B, n]
 // (nil: zero; it needs u), the output h [B, n] and the activations acts
-// [B, 3n] (each row's z, r, h'):
+// [B, 4n] (each row's z, r, h' and u_h, 0 without u):
 //
 //	z = σ(x_z + u_z), r = σ(x_r + u_r), h' = tanh(x_h + r·u_h)
 //	h = h' + z·(hPrev - h')   (h' - z·h' without hPrev)
@@ -129,7 +129,7 @@ func GRUCellRows[T Float](h, acts, x, u, hPrev []T, n, lo, hi int) {
 	const fn = "GRUCellRows"
 	m := checkStepRows(fn, len(h), n, lo, hi)
 	checkLen(fn, "x", len(x), 3*m)
-	checkLen(fn, "acts", len(acts), 3*m)
+	checkLen(fn, "acts", len(acts), 4*m)
 	if u != nil {
 		checkLen(fn, "u", len(u), 3*m)
 	}
@@ -140,16 +140,18 @@ func GRUCellRows[T Float](h, acts, x, u, hPrev []T, n, lo, hi int) {
 		checkLen(fn, "hPrev", len(hPrev), m)
 	}
 	for r := lo; r < hi; r++ {
-		xr, a := x[3*n*r:3*n*(r+1)], acts[3*n*r:3*n*(r+1)]
-		z, rg, hh := a[:n], a[n:2*n], a[2*n:]
+		xr, a := x[3*n*r:3*n*(r+1)], acts[4*n*r:4*n*(r+1)]
+		z, rg, hh, uh := a[:n], a[n:2*n], a[2*n:3*n], a[3*n:]
 		if u != nil {
 			ur := u[3*n*r : 3*n*(r+1)]
+			copy(uh, ur[2*n:])
 			Binary(Add, a[:2*n], xr[:2*n], ur[:2*n])
 			Sigmoid(a[:2*n], a[:2*n]) // z and r
-			Binary(Mul, hh, rg, ur[2*n:])
+			Binary(Mul, hh, rg, uh)
 			Binary(Add, hh, xr[2*n:], hh)
 			Tanh(hh, hh)
 		} else {
+			clear(uh)
 			Sigmoid(a[:2*n], xr[:2*n])
 			Tanh(hh, xr[2*n:])
 		}
@@ -167,35 +169,35 @@ func GRUCellRows[T Float](h, acts, x, u, hPrev []T, n, lo, hi int) {
 
 // GRUCellGradRows computes rows lo..hi of a GRU step's gradient: dx
 // [B, 3n], du [B, 3n] (nil: not wanted) and dhPrev [B, n] (nil: not
-// wanted) from the step's activations acts [B, 3n], the gradient dh [B,
-// n] of its output, and its u (nil: none, and dx_r is 0) and hPrev (nil:
-// none). With D = hPrev - h' (-h' without hPrev):
+// wanted) from the step's activations acts [B, 4n], the gradient dh [B, n]
+// of its output and its hPrev (nil: none). With D = hPrev - h' (-h'
+// without hPrev):
 //
 //	dh' = dh - dh·z                   dhPrev = dh·z
 //	da = dh'·(1 - h'·h')              dz = ((dh·D)·z)·(1 - z)
 //	dr = ((da·u_h)·r)·(1 - r)
 //	dx = [dz, dr, da]                 du = [dz, dr, da·r]
-func GRUCellGradRows[T Float](dx, du, dhPrev, acts, dh, u, hPrev []T, n, lo, hi int) {
+func GRUCellGradRows[T Float](dx, du, dhPrev, acts, dh, hPrev []T, n, lo, hi int) {
 	const fn = "GRUCellGradRows"
 	m := checkStepRows(fn, len(dh), n, lo, hi)
 	checkLen(fn, "dx", len(dx), 3*m)
-	checkLen(fn, "acts", len(acts), 3*m)
-	for _, s := range []struct {
-		name string
-		s    []T
-		size int
-	}{{"u", u, 3 * m}, {"du", du, 3 * m}, {"hPrev", hPrev, m}, {"dhPrev", dhPrev, m}} {
-		if s.s != nil {
-			checkLen(fn, s.name, len(s.s), s.size)
-		}
+	checkLen(fn, "acts", len(acts), 4*m)
+	if du != nil {
+		checkLen(fn, "du", len(du), 3*m)
+	}
+	if hPrev != nil {
+		checkLen(fn, "hPrev", len(hPrev), m)
+	}
+	if dhPrev != nil {
+		checkLen(fn, "dhPrev", len(dhPrev), m)
 	}
 	var t1, t2 [256]T
 	for r := lo; r < hi; r++ {
-		a, d := acts[3*n*r:3*n*(r+1)], dx[3*n*r:3*n*(r+1)]
+		a, d := acts[4*n*r:4*n*(r+1)], dx[3*n*r:3*n*(r+1)]
 		for j0 := 0; j0 < n; j0 += len(t1) {
 			j1 := min(n, j0+len(t1))
 			w, at := j1-j0, n*r+j0
-			z, rg, hh := a[j0:j1], a[n+j0:n+j1], a[2*n+j0:2*n+j1]
+			z, rg, hh, uh := a[j0:j1], a[n+j0:n+j1], a[2*n+j0:2*n+j1], a[3*n+j0:3*n+j1]
 			dz, dr, da := d[j0:j1], d[n+j0:n+j1], d[2*n+j0:2*n+j1]
 			dhr := dh[at : at+w]
 			s, dhh := t1[:w], t2[:w]
@@ -214,13 +216,8 @@ func GRUCellGradRows[T Float](dx, du, dhPrev, acts, dh, u, hPrev []T, n, lo, hi 
 			}
 			Binary(Mul, dz, dhr, s)
 			SigmoidGrad(dz, z, dz)
-			if u != nil {
-				uh := u[3*n*r+2*n+j0 : 3*n*r+2*n+j1]
-				Binary(Mul, dr, da, uh)
-				SigmoidGrad(dr, rg, dr)
-			} else {
-				clear(dr)
-			}
+			Binary(Mul, dr, da, uh)
+			SigmoidGrad(dr, rg, dr)
 			if du != nil {
 				ud := du[3*n*r : 3*n*(r+1)]
 				Copy(ud[j0:j1], dz)

@@ -202,8 +202,9 @@ func gruStep[T kernels.Float](xz, xr, xh, uz, ur, uh, hp T, hasU, hasPrev bool) 
 	return
 }
 
-// gruGrad returns dx_z, dx_r, dx_h, du_h and dhPrev of one unit.
-func gruGrad[T kernels.Float](z, r, hh, dh, uh, hp T, hasU, hasPrev bool) (dz, dr, da, duh, dhp T) {
+// gruGrad returns dx_z, dx_r, dx_h, du_h and dhPrev of one unit (u_h is
+// 0 for a step without u).
+func gruGrad[T kernels.Float](z, r, hh, dh, uh, hp T, hasPrev bool) (dz, dr, da, duh, dhp T) {
 	dhp = dh * z
 	dhh := dh - dhp
 	s := hh * hh
@@ -214,10 +215,8 @@ func gruGrad[T kernels.Float](z, r, hh, dh, uh, hp T, hasU, hasPrev bool) (dz, d
 	}
 	dz = dh * D
 	dz = dz * z * (1 - z)
-	if hasU {
-		dr = da * uh
-		dr = dr * r * (1 - r)
-	}
+	dr = da * uh
+	dr = dr * r * (1 - r)
 	duh = da * r
 	return
 }
@@ -250,7 +249,7 @@ func testGRUCell[T kernels.Float](t *testing.T, rng *rand.Rand, same func(a, b T
 				hPrev = hp
 			}
 			lo, hi := B/3, B-B/4
-			h, acts := marked(B*n), marked(3*B*n)
+			h, acts := marked(B*n), marked(4*B*n)
 			kernels.GRUCellRows(h, acts, x, u, hPrev, n, lo, hi)
 			dh := fill(B*n, 1)
 			dx, du, dhPrev := marked(3*B*n), marked(3*B*n), marked(B*n)
@@ -261,25 +260,29 @@ func testGRUCell[T kernels.Float](t *testing.T, rng *rand.Rand, same func(a, b T
 			if mode.prev {
 				dhpw = dhPrev
 			}
-			kernels.GRUCellGradRows(dx, duw, dhpw, acts, dh, u, hPrev, n, lo, hi)
-			names := []string{"z", "r", "h'", "h", "dx_z", "dx_r", "dx_h", "du_z", "du_r", "du_h", "dhPrev"}
+			kernels.GRUCellGradRows(dx, duw, dhpw, acts, dh, hPrev, n, lo, hi)
+			names := []string{"z", "r", "h'", "u_h", "h", "dx_z", "dx_r", "dx_h", "du_z", "du_r", "du_h", "dhPrev"}
 			for b := range B {
 				for j := range n {
-					at, a3 := b*n+j, 3*b*n+j
-					got := []T{acts[a3], acts[a3+n], acts[a3+2*n], h[at], dx[a3], dx[a3+n], dx[a3+2*n], du[a3], du[a3+n], du[a3+2*n], dhPrev[at]}
+					at, a3, a4 := b*n+j, 3*b*n+j, 4*b*n+j
+					got := []T{acts[a4], acts[a4+n], acts[a4+2*n], acts[a4+3*n], h[at], dx[a3], dx[a3+n], dx[a3+2*n], du[a3], du[a3+n], du[a3+2*n], dhPrev[at]}
 					want := make([]T, len(got))
 					for k := range want {
 						want[k] = mark
 					}
 					if b >= lo && b < hi {
-						z, r, hh, hv := gruStep(x[a3], x[a3+n], x[a3+2*n], uu[a3], uu[a3+n], uu[a3+2*n], hp[at], mode.u, mode.prev)
-						dz, dr, da, duh, dhp := gruGrad(z, r, hh, dh[at], uu[a3+2*n], hp[at], mode.u, mode.prev)
-						copy(want, []T{z, r, hh, hv, dz, dr, da})
+						var uh T // u_h, 0 without u
 						if mode.u {
-							copy(want[7:], []T{dz, dr, duh})
+							uh = uu[a3+2*n]
+						}
+						z, r, hh, hv := gruStep(x[a3], x[a3+n], x[a3+2*n], uu[a3], uu[a3+n], uh, hp[at], mode.u, mode.prev)
+						dz, dr, da, duh, dhp := gruGrad(z, r, hh, dh[at], uh, hp[at], mode.prev)
+						copy(want, []T{z, r, hh, uh, hv, dz, dr, da})
+						if mode.u {
+							copy(want[8:], []T{dz, dr, duh})
 						}
 						if mode.prev {
-							want[10] = dhp
+							want[11] = dhp
 						}
 					}
 					for k := range got {
@@ -295,8 +298,8 @@ func testGRUCell[T kernels.Float](t *testing.T, rng *rand.Rand, same func(a, b T
 
 // TestGRUCell checks a GRU step and its gradient as TestLSTMCell does the
 // LSTM's: both float types, bit for bit against the definitions, on row
-// ranges, without a recurrent projection, with one, and with a previous
-// state.
+// ranges, without a recurrent projection (u_h kept as 0), with one, and
+// with a previous state.
 func TestGRUCell(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	t.Run("float32", func(t *testing.T) {
@@ -308,10 +311,10 @@ func TestGRUCell(t *testing.T) {
 	t.Run("guards", func(t *testing.T) {
 		for name, f := range map[string]func(){
 			"state without u": func() {
-				kernels.GRUCellRows(make([]float32, 6), make([]float32, 18), make([]float32, 18), nil, make([]float32, 6), 3, 0, 2)
+				kernels.GRUCellRows(make([]float32, 6), make([]float32, 24), make([]float32, 18), nil, make([]float32, 6), 3, 0, 2)
 			},
 			"short dh": func() {
-				kernels.GRUCellGradRows(make([]float32, 18), nil, nil, make([]float32, 18), make([]float32, 5), nil, nil, 3, 0, 2)
+				kernels.GRUCellGradRows(make([]float32, 18), nil, nil, make([]float32, 24), make([]float32, 5), nil, 3, 0, 2)
 			},
 		} {
 			func() {

@@ -35,18 +35,20 @@ func init() {
 // gruCellWorkspace: the activations where nothing reads them.
 func gruCellWorkspace(t *Target, it *compile.Instr) int64 {
 	if missing(it, 0) {
-		return int64(3 * it.Matrix.Rows * it.Matrix.Cols * it.DType.Size())
+		return int64(4 * it.Matrix.Rows * it.Matrix.Cols * it.DType.Size())
 	}
 	return 0
 }
 
-// gruCellGradWorkspace: du and dhPrev where nothing reads them.
+// gruCellGradWorkspace: du, and dhPrev where the step has hPrev, where
+// nothing reads them.
 func gruCellGradWorkspace(t *Target, it *compile.Instr) int64 {
 	n := int64(0)
-	for i, size := range []int{3, 1} {
-		if missing(it, i) {
-			n += int64(size * it.Matrix.Rows * it.Matrix.Cols)
-		}
+	if missing(it, 0) {
+		n += int64(3 * it.Matrix.Rows * it.Matrix.Cols)
+	}
+	if len(it.In) > 2 && missing(it, 1) {
+		n += int64(it.Matrix.Rows * it.Matrix.Cols)
 	}
 	return n * int64(it.DType.Size())
 }
@@ -57,7 +59,7 @@ func gruCellPart[T kernels.Float](arg any, p int) {
 	b := arg.(*Bound)
 	g := b.Matrix
 	work := tensor.As[T](b.work)
-	acts := part(b, 0, 3*g.Rows*g.Cols, &work)
+	acts := part(b, 0, 4*g.Rows*g.Cols, &work)
 	var u, hPrev []T
 	if len(b.in) > 1 {
 		u = tensor.As[T](b.in[1])
@@ -70,21 +72,19 @@ func gruCellPart[T kernels.Float](arg any, p int) {
 }
 
 // gruCellGradPart runs part p of b.splits of a GRU step's gradient: acts,
-// dh [, u [, hPrev]] -> dx, with du and dhPrev (its parts) where the step
-// had u and hPrev.
+// dh [, hPrev] -> dx, with du and dhPrev (its parts; dhPrev where the step
+// had hPrev).
 func gruCellGradPart[T kernels.Float](arg any, p int) {
 	b := arg.(*Bound)
 	g := b.Matrix
 	work := tensor.As[T](b.work)
-	var u, hPrev, du, dhPrev []T
+	du := part(b, 0, 3*g.Rows*g.Cols, &work)
+	var hPrev, dhPrev []T
 	if len(b.in) > 2 {
-		u, du = tensor.As[T](b.in[2]), part(b, 0, 3*g.Rows*g.Cols, &work)
-	}
-	if len(b.in) > 3 {
-		hPrev, dhPrev = tensor.As[T](b.in[3]), part(b, 1, g.Rows*g.Cols, &work)
+		hPrev, dhPrev = tensor.As[T](b.in[2]), part(b, 1, g.Rows*g.Cols, &work)
 	}
 	lo, hi := p*g.Rows/b.splits, (p+1)*g.Rows/b.splits
-	kernels.GRUCellGradRows(tensor.As[T](b.out), du, dhPrev, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), u, hPrev, g.Cols, lo, hi)
+	kernels.GRUCellGradRows(tensor.As[T](b.out), du, dhPrev, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), hPrev, g.Cols, lo, hi)
 }
 
 // lstmCellWorkspace: c and the activations where nothing reads them (a

@@ -101,6 +101,7 @@ func sequenceOps(dt tensor.DType) func(b int) (*graph.Graph, []*graph.Node, []Ou
 			{Name: "lstm_h1", Node: h1}, {Name: "lstm_c1", Node: graph.PartOf(h1, 1)},
 			{Name: "lstm_h2", Node: h2}, {Name: "lstm_c2", Node: graph.PartOf(h2, 1)}, {Name: "lstm_acts2", Node: graph.PartOf(h2, 2)},
 			{Name: "gru_h1", Node: g1}, {Name: "gru_h2", Node: g2}, {Name: "gru_h3", Node: g3}, {Name: "gru_acts3", Node: graph.PartOf(g3, 1)},
+			{Name: "gru_acts1", Node: graph.PartOf(g1, 1)}, // u_h zeros: a step without u
 		}
 		if gelu != ln {
 			outs = append(outs, Output{Name: "gelu", Node: gelu})

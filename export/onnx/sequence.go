@@ -43,8 +43,9 @@ import (
 //     h' = tanh(x_h + r·u_h) and h = h' + z·(hPrev - h') by Add, Mul,
 //     Sub, Sigmoid and Tanh, in the order of kernels.GRUCellRows (without
 //     u: σ(x_z), σ(x_r), tanh(x_h); without hPrev: h = h' - z·h'). Its
-//     part 1, the activations z, r, h' [B, 3n] only the backward pass
-//     reads, is their Concat, emitted only when a live node reads it.
+//     part 1, the activations z, r, h' and u_h [B, 4n] only the backward
+//     pass reads, is their Concat (u_h expanded to x's gate, zeros
+//     without u), emitted only when a live node reads it.
 //     A u that is one row broadcast over the batch (nn.GRU's first step:
 //     the recurrent bias, BroadcastTo [B, 3n]) is exported as that row,
 //     which the Adds and the Mul broadcast, so that it scales with the
@@ -352,8 +353,9 @@ func emitGRUCell(c *converter, n *graph.Node) (string, error) {
 	sizes := c.constI64(w, w, w)
 	x := c.nodeN("Split", "x_gates", 3, []string{in[0], sizes}, attrI("axis", 1))
 	var z, r, hh string
+	var u []string
 	if len(in) > 1 {
-		u := c.nodeN("Split", "u_gates", 3, []string{in[1], sizes}, attrI("axis", -1))
+		u = c.nodeN("Split", "u_gates", 3, []string{in[1], sizes}, attrI("axis", -1))
 		z = c.node("Sigmoid", "z", []string{c.node("Add", "xu_z", []string{x[0], u[0]})})
 		r = c.node("Sigmoid", "r", []string{c.node("Add", "xu_r", []string{x[1], u[1]})})
 		ru := c.node("Mul", "ru_h", []string{r, u[2]})
@@ -374,7 +376,18 @@ func emitGRUCell(c *converter, n *graph.Node) (string, error) {
 	for _, p := range c.uses[n.ID()] {
 		if p.Op() == graph.OpPart && p.Attr().Part == 1 {
 			if acts == "" {
-				acts = c.node("Concat", "acts", []string{z, r, hh}, attrI("axis", 1))
+				// u_h as the step keeps it: u's gate (a broadcast row
+				// expanded to x's shape), or zeros without u
+				var uh string
+				switch {
+				case u == nil:
+					uh = c.node("Expand", "u_h", []string{c.constScalar(n.DType(), 0), c.node("Shape", "x_h_shape", []string{x[2]})})
+				case gruRowU(c, n):
+					uh = c.node("Expand", "u_h", []string{u[2], c.node("Shape", "x_h_shape", []string{x[2]})})
+				default:
+					uh = u[2]
+				}
+				acts = c.node("Concat", "acts", []string{z, r, hh, uh}, attrI("axis", 1))
 			}
 			c.fused[p.ID()] = acts
 		}
@@ -385,7 +398,7 @@ func emitGRUCell(c *converter, n *graph.Node) (string, error) {
 // batchPart: a layer normalization's parts [...] keep x's batch axis (never
 // the last); attention's log-sum-exp [B, H, Tq] has it on axis 0 as q, an
 // LSTM step's c [B, n] and activations [B, 5n] as z, and a GRU step's
-// activations [B, 3n] as x.
+// activations [B, 4n] as x.
 func batchPart(c *converter, n *graph.Node) (int, error) {
 	return c.axis[n.Inputs()[0].ID()], nil
 }

@@ -142,7 +142,7 @@ func TestSequenceExportErrors(t *testing.T) {
 		}, graph.OpGRUCell, "do not scale alike"},
 		{"gru step's gradient", func(g *graph.Graph, x *graph.Node) *graph.Node {
 			h := graph.GRUCell(graph.Reshape(x, 2, 24), nil, nil)
-			dx, _, _ := graph.GRUCellGrad(graph.PartOf(h, 1), h, nil, nil)
+			dx, _, _ := graph.GRUCellGrad(graph.PartOf(h, 1), h, nil)
 			return dx
 		}, graph.OpGRUCellGrad, "a training step's backward pass"},
 	}

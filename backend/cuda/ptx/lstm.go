@@ -18,7 +18,8 @@ import (
 //
 // A GRU step and its gradient (graph.GRUCell, GRUCellGrad; reset after the
 // recurrent product) the same way: one thread per unit, its gates z, r, h
-// read from the row's slices of x, u and the activations (3n a row).
+// read from the row's slices of x and u (3n a row) and of the activations
+// (z, r, h' and u_h: 4n a row).
 func init() {
 	register(graph.OpLSTMCell, renderer{dtypes: only32, render: renderLSTMCell})
 	register(graph.OpLSTMCellGrad, renderer{dtypes: only32, render: renderLSTMCellGrad})
@@ -31,8 +32,8 @@ func init() {
 func (r *req) lstmGeom() (rows, n int, err error) { return r.cellGeom("LSTM", 5) }
 
 // gruGeom returns a GRU instruction's rows and units, or an error when its
-// activations (3 values a unit) are past 32-bit indices.
-func (r *req) gruGeom() (rows, n int, err error) { return r.cellGeom("GRU", 3) }
+// activations (4 values a unit) are past 32-bit indices.
+func (r *req) gruGeom() (rows, n int, err error) { return r.cellGeom("GRU", 4) }
 
 // cellGeom returns a recurrent step's rows and units from its Matrix, or
 // an error when its widest operand (width values a unit) is past 32-bit
@@ -170,19 +171,19 @@ func renderLSTMCellGrad(r *req) error {
 //	z = σ(x_z + u_z)    r = σ(x_r + u_r)    h' = tanh(x_h + r·u_h)   (without u: σ(x_z), σ(x_r), tanh(x_h))
 //	h = h' + z·(hPrev - h')                                         (h' - z·h' without hPrev)
 //
-// Part: the activations [B, 3n] (each row's z, r, h'), in the workspace
-// when nothing reads them.
+// Part: the activations [B, 4n] (each row's z, r, h' and u_h, 0 without
+// u), in the workspace when nothing reads them.
 func renderGRUCell(r *req) error {
 	B, n, err := r.gruGeom()
 	if err != nil {
 		return err
 	}
 	withU, prev := len(r.it.In) > 1, len(r.it.In) > 2
-	acts := r.partOrWork(0, int64(B*3*n*4))
+	acts := r.partOrWork(0, int64(B*4*n*4))
 	b, p, e := r.elementwiseKernel("gru_cell", 2+len(r.it.In), B*n)
 	// p: h, acts, x [, u [, hPrev]]
 	row, j := b.divu(e, n), b.remu(e, n)
-	gi := b.madu(row, 3*n, j)
+	gi, ai := b.madu(row, 3*n, j), b.madu(row, 4*n, j)
 	var x, u [3]string
 	for k := range x {
 		x[k] = b.load(tensor.Float32, b.gateAddr(p[2], gi, k, n))
@@ -202,8 +203,13 @@ func renderGRUCell(r *req) error {
 		if a[k], err = b.stepOp(op, pre[k], ""); err != nil {
 			return err
 		}
-		b.store(tensor.Float32, b.gateAddr(p[1], gi, k, n), a[k])
+		b.store(tensor.Float32, b.gateAddr(p[1], ai, k, n), a[k])
 	}
+	uh := f32i(0)
+	if withU {
+		uh = u[2]
+	}
+	b.store(tensor.Float32, b.gateAddr(p[1], ai, 3, n), uh)
 	z, hh := a[0], a[2]
 	var h string
 	if prev {
@@ -220,70 +226,61 @@ func renderGRUCell(r *req) error {
 	return nil
 }
 
-// renderGRUCellGrad renders dx [B, 3n] from the activations [B, 3n]
-// (in0: z, r, h'), dh [B, n] (in1), u [B, 3n] (in2, if any) and hPrev
-// [B, n] (in3, if any), with D = hPrev - h' (-h' without hPrev) and each
-// operation rounded in this order (SigmoidGrad's (g·y)·(1-y)):
+// renderGRUCellGrad renders dx [B, 3n] from the activations [B, 4n]
+// (in0: z, r, h', u_h), dh [B, n] (in1) and hPrev [B, n] (in2, if any),
+// with D = hPrev - h' (-h' without hPrev) and each operation rounded in
+// this order (SigmoidGrad's (g·y)·(1-y)):
 //
 //	dhPrev = dh·z       dh' = dh - dh·z      da = dh'·(1 - h'·h')
-//	dz = ((dh·D)·z)·(1 - z)                  dr = ((da·u_h)·r)·(1 - r)   (0 without u)
+//	dz = ((dh·D)·z)·(1 - z)                  dr = ((da·u_h)·r)·(1 - r)
 //	dx = [dz, dr, da]                        du = [dz, dr, da·r]
 //
-// Parts: du [B, 3n] with u, dhPrev [B, n] with hPrev (each in the
-// workspace when nothing reads it; without its input there is none and
-// nothing is written).
+// Parts: du [B, 3n], and dhPrev [B, n] with hPrev (each in the workspace
+// when nothing reads it; without hPrev there is no dhPrev and nothing is
+// written).
 func renderGRUCellGrad(r *req) error {
 	B, n, err := r.gruGeom()
 	if err != nil {
 		return err
 	}
-	withU, prev := len(r.it.In) > 2, len(r.it.In) > 3
-	params := 3
-	if withU {
-		params += 2
-	}
+	prev := len(r.it.In) > 2
+	params := 4
 	if prev {
 		params += 2
 	}
 	b, p, e := r.elementwiseKernel("gru_cell_grad", params, B*n)
-	// p: dx, acts, dh [, u, du [, hPrev, dhPrev]]
+	// p: dx, acts, dh, du [, hPrev, dhPrev]
 	row, j := b.divu(e, n), b.remu(e, n)
-	gi := b.madu(row, 3*n, j)
-	var a [3]string
+	gi, ai := b.madu(row, 3*n, j), b.madu(row, 4*n, j)
+	var a [4]string
 	for k := range a {
-		a[k] = b.load(tensor.Float32, b.gateAddr(p[1], gi, k, n))
+		a[k] = b.load(tensor.Float32, b.gateAddr(p[1], ai, k, n))
 	}
-	z, rg, hh := a[0], a[1], a[2]
+	z, rg, hh, uh := a[0], a[1], a[2], a[3]
 	dh := b.load(tensor.Float32, b.offset(p[2], e, 4))
 	one := f32i(1)
 	sigGrad := func(y, gr string) string { return b.mulF(b.mulF(gr, y), b.subF(one, y)) }
 	s := b.mulF(dh, z)
 	var d string
 	if prev {
-		b.store(tensor.Float32, b.offset(p[6], e, 4), s)
-		d = b.subF(b.load(tensor.Float32, b.offset(p[5], e, 4)), hh)
+		b.store(tensor.Float32, b.offset(p[5], e, 4), s)
+		d = b.subF(b.load(tensor.Float32, b.offset(p[4], e, 4)), hh)
 	} else {
 		d = b.f32()
 		b.ins("neg.f32", d, hh)
 	}
 	da := b.mulF(b.subF(dh, s), b.subF(one, b.mulF(hh, hh)))
 	dz := sigGrad(z, b.mulF(dh, d))
-	dr := f32i(0)
-	if withU {
-		dr = sigGrad(rg, b.mulF(da, b.load(tensor.Float32, b.gateAddr(p[3], gi, 2, n))))
-	}
+	dr := sigGrad(rg, b.mulF(da, uh))
 	for k, v := range []string{dz, dr, da} {
 		b.store(tensor.Float32, b.gateAddr(p[0], gi, k, n), v)
 	}
-	args := []Arg{out(), in(0), in(1)}
-	if withU {
-		for k, v := range []string{dz, dr, b.mulF(da, rg)} {
-			b.store(tensor.Float32, b.gateAddr(p[4], gi, k, n), v)
-		}
-		args = append(args, in(2), r.partOrWork(0, int64(B*3*n*4)))
+	for k, v := range []string{dz, dr, b.mulF(da, rg)} {
+		b.store(tensor.Float32, b.gateAddr(p[3], gi, k, n), v)
 	}
+	args := []Arg{out(), in(0), in(1), r.partOrWork(0, int64(B*3*n*4))}
 	if prev {
-		args = append(args, in(3), r.partOrWork(1, int64(B*n*4)))
+		args = append(args, in(2), r.partOrWork(1, int64(B*n*4)))
 	}
 	r.launch(b.kernel(), blocks(B*n), args...)
 	return nil

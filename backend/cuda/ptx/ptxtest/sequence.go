@@ -125,8 +125,9 @@ func lstmCases() []Case {
 }
 
 // gruCases: the GRU step (x alone, with u, with u and hPrev; its part
-// read or not; special values) and its gradient (the same three modes, its
-// parts read or not), on odd sizes and rows past a block.
+// read or not; special values) and its gradient (with and without hPrev,
+// its parts read or not; u_h 0 as a step without u keeps it), on odd
+// sizes and rows past a block.
 func gruCases() []Case {
 	var cs []Case
 	mat := func(op graph.Op, B, n, width int) compile.Instr {
@@ -134,11 +135,17 @@ func gruCases() []Case {
 		it.Matrix = &compile.MatrixGeom{Rows: B, Cols: n}
 		return it
 	}
-	// acts: z, r in (0, 1); h' in (-1, 1)
-	acts := func(B, n int) operand {
-		return operand{dt: f32, shape: sh(B, 3*n), fill: func(r *rand.Rand, k int) float64 {
-			if k%(3*n)/n == 2 {
+	// acts: z, r in (0, 1); h' in (-1, 1); u_h N(0, 9), or 0 (noU)
+	acts := func(B, n int, noU bool) operand {
+		return operand{dt: f32, shape: sh(B, 4*n), fill: func(r *rand.Rand, k int) float64 {
+			switch k % (4 * n) / n {
+			case 2:
 				return 2*r.Float64() - 1
+			case 3:
+				if noU {
+					return 0
+				}
+				return 3 * r.NormFloat64()
 			}
 			return r.Float64()
 		}}
@@ -150,26 +157,26 @@ func gruCases() []Case {
 		B, n := size[0], size[1]
 		name := fmt.Sprintf("/B%d-n%d", B, n)
 		cell := mat(graph.OpGRUCell, B, n, 1)
-		actsShape := []tensor.Shape{sh(B, 3*n)}
+		actsShape := []tensor.Shape{sh(B, 4*n)}
 		grad := mat(graph.OpGRUCellGrad, B, n, 3)
 		x, u, h := wide(B, 3*n), wide(B, 3*n), wide(B, n)
+		du := []tensor.Shape{sh(B, 3*n)}
 		cs = append(cs,
 			Case{Name: "gru_cell" + name, it: cell, ins: []operand{x, u, h}, parts: actsShape},
 			Case{Name: "gru_cell/no-state" + name, it: cell, ins: []operand{x, u}, parts: actsShape},
 			Case{Name: "gru_cell/input-only" + name, it: cell, ins: []operand{x}, parts: actsShape},
 			Case{Name: "gru_cell/no-parts" + name, it: withParts(cell, 1), ins: []operand{x, u, h}},
 			Case{Name: "gru_cell/input-only-no-parts" + name, it: withParts(cell, 1), ins: []operand{x}},
-			Case{Name: "gru_cell_grad" + name, it: grad, ins: []operand{acts(B, n), in32(B, n), u, h},
+			Case{Name: "gru_cell_grad" + name, it: grad, ins: []operand{acts(B, n, false), in32(B, n), h},
 				parts: []tensor.Shape{sh(B, 3*n), sh(B, n)}},
-			Case{Name: "gru_cell_grad/no-state" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n), u},
-				parts: actsShape},
-			Case{Name: "gru_cell_grad/input-only" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n)}},
-			Case{Name: "gru_cell_grad/dhprev-unread" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n), u, h},
-				parts: actsShape},
-			Case{Name: "gru_cell_grad/no-parts" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n), u, h}},
-			Case{Name: "gru_cell_grad/no-state-no-parts" + name, it: withParts(grad, 2), ins: []operand{acts(B, n), in32(B, n), u}})
+			Case{Name: "gru_cell_grad/no-state" + name, it: withParts(grad, 2), ins: []operand{acts(B, n, false), in32(B, n)},
+				parts: du},
+			Case{Name: "gru_cell_grad/input-only" + name, it: withParts(grad, 2), ins: []operand{acts(B, n, true), in32(B, n)}},
+			Case{Name: "gru_cell_grad/dhprev-unread" + name, it: withParts(grad, 2), ins: []operand{acts(B, n, false), in32(B, n), h},
+				parts: du},
+			Case{Name: "gru_cell_grad/no-parts" + name, it: withParts(grad, 2), ins: []operand{acts(B, n, false), in32(B, n), h}})
 	}
 	cs = append(cs, Case{Name: "gru_cell/special", it: mat(graph.OpGRUCell, 4, 37, 1),
-		ins: []operand{special(4, 3*37), special(4, 3*37), special(4, 37)}, parts: []tensor.Shape{sh(4, 3*37)}})
+		ins: []operand{special(4, 3*37), special(4, 3*37), special(4, 37)}, parts: []tensor.Shape{sh(4, 4*37)}})
 	return cs
 }
