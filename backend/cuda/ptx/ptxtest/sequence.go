@@ -82,16 +82,24 @@ func sequenceCases() []Case {
 	return append(cs, gruCases()...)
 }
 
+// cellInstr is a recurrent step's instruction (op) of B rows and n units
+// whose output is width·n wide.
+func cellInstr(op graph.Op, B, n, width int) compile.Instr {
+	it := ew(op, sh(B, width*n))
+	it.Matrix = &compile.MatrixGeom{Rows: B, Cols: n}
+	return it
+}
+
+// wideOperand draws N(0, 9): a step's gates saturate too.
+func wideOperand(s ...int) operand {
+	return operand{dt: f32, shape: sh(s...), fill: func(r *rand.Rand, _ int) float64 { return 3 * r.NormFloat64() }}
+}
+
 // lstmCases: the LSTM step (with and without a previous state, its parts
 // read or not, special values) and its gradient (with and without a
 // previous state, dcPrev read or not), on odd sizes and rows past a block.
 func lstmCases() []Case {
 	var cs []Case
-	mat := func(op graph.Op, B, n, width int) compile.Instr {
-		it := ew(op, sh(B, width*n))
-		it.Matrix = &compile.MatrixGeom{Rows: B, Cols: n}
-		return it
-	}
 	// acts: i, f, o in (0, 1); g and tanh c in (-1, 1)
 	acts := func(B, n int) operand {
 		return operand{dt: f32, shape: sh(B, 5*n), fill: func(r *rand.Rand, k int) float64 {
@@ -101,25 +109,22 @@ func lstmCases() []Case {
 			return r.Float64()
 		}}
 	}
-	wide := func(s ...int) operand { // N(0, 9): saturated gates too
-		return operand{dt: f32, shape: sh(s...), fill: func(r *rand.Rand, _ int) float64 { return 3 * r.NormFloat64() }}
-	}
 	for _, size := range [][2]int{{3, 5}, {7, 33}, {5, 130}} {
 		B, n := size[0], size[1]
 		name := fmt.Sprintf("/B%d-n%d", B, n)
-		cell := mat(graph.OpLSTMCell, B, n, 1)
+		cell := cellInstr(graph.OpLSTMCell, B, n, 1)
 		parts := []tensor.Shape{sh(B, n), sh(B, 5*n)}
-		grad := mat(graph.OpLSTMCellGrad, B, n, 4)
+		grad := cellInstr(graph.OpLSTMCellGrad, B, n, 4)
 		cs = append(cs,
-			Case{Name: "lstm_cell" + name, it: cell, ins: []operand{wide(B, 4*n), wide(B, n)}, parts: parts},
-			Case{Name: "lstm_cell/no-state" + name, it: cell, ins: []operand{wide(B, 4*n)}, parts: parts},
-			Case{Name: "lstm_cell/no-parts" + name, it: withParts(cell, 2), ins: []operand{wide(B, 4*n), wide(B, n)}},
-			Case{Name: "lstm_cell_grad" + name, it: grad, ins: []operand{acts(B, n), in32(B, n), in32(B, n), wide(B, n)},
+			Case{Name: "lstm_cell" + name, it: cell, ins: []operand{wideOperand(B, 4*n), wideOperand(B, n)}, parts: parts},
+			Case{Name: "lstm_cell/no-state" + name, it: cell, ins: []operand{wideOperand(B, 4*n)}, parts: parts},
+			Case{Name: "lstm_cell/no-parts" + name, it: withParts(cell, 2), ins: []operand{wideOperand(B, 4*n), wideOperand(B, n)}},
+			Case{Name: "lstm_cell_grad" + name, it: grad, ins: []operand{acts(B, n), in32(B, n), in32(B, n), wideOperand(B, n)},
 				parts: []tensor.Shape{sh(B, n)}},
 			Case{Name: "lstm_cell_grad/no-state" + name, it: withParts(grad, 1), ins: []operand{acts(B, n), in32(B, n), in32(B, n)}},
-			Case{Name: "lstm_cell_grad/no-parts" + name, it: withParts(grad, 1), ins: []operand{acts(B, n), in32(B, n), in32(B, n), wide(B, n)}})
+			Case{Name: "lstm_cell_grad/no-parts" + name, it: withParts(grad, 1), ins: []operand{acts(B, n), in32(B, n), in32(B, n), wideOperand(B, n)}})
 	}
-	cs = append(cs, Case{Name: "lstm_cell/special", it: mat(graph.OpLSTMCell, 4, 37, 1), ins: []operand{special(4, 4*37), special(4, 37)},
+	cs = append(cs, Case{Name: "lstm_cell/special", it: cellInstr(graph.OpLSTMCell, 4, 37, 1), ins: []operand{special(4, 4*37), special(4, 37)},
 		parts: []tensor.Shape{sh(4, 37), sh(4, 5*37)}})
 	return cs
 }
@@ -130,11 +135,6 @@ func lstmCases() []Case {
 // sizes and rows past a block.
 func gruCases() []Case {
 	var cs []Case
-	mat := func(op graph.Op, B, n, width int) compile.Instr {
-		it := ew(op, sh(B, width*n))
-		it.Matrix = &compile.MatrixGeom{Rows: B, Cols: n}
-		return it
-	}
 	// acts: z, r in (0, 1); h' in (-1, 1); u_h N(0, 9), or 0 (noU)
 	acts := func(B, n int, noU bool) operand {
 		return operand{dt: f32, shape: sh(B, 4*n), fill: func(r *rand.Rand, k int) float64 {
@@ -150,16 +150,13 @@ func gruCases() []Case {
 			return r.Float64()
 		}}
 	}
-	wide := func(s ...int) operand { // N(0, 9): saturated gates too
-		return operand{dt: f32, shape: sh(s...), fill: func(r *rand.Rand, _ int) float64 { return 3 * r.NormFloat64() }}
-	}
 	for _, size := range [][2]int{{3, 5}, {7, 33}, {5, 130}} {
 		B, n := size[0], size[1]
 		name := fmt.Sprintf("/B%d-n%d", B, n)
-		cell := mat(graph.OpGRUCell, B, n, 1)
+		cell := cellInstr(graph.OpGRUCell, B, n, 1)
 		actsShape := []tensor.Shape{sh(B, 4*n)}
-		grad := mat(graph.OpGRUCellGrad, B, n, 3)
-		x, u, h := wide(B, 3*n), wide(B, 3*n), wide(B, n)
+		grad := cellInstr(graph.OpGRUCellGrad, B, n, 3)
+		x, u, h := wideOperand(B, 3*n), wideOperand(B, 3*n), wideOperand(B, n)
 		du := []tensor.Shape{sh(B, 3*n)}
 		cs = append(cs,
 			Case{Name: "gru_cell" + name, it: cell, ins: []operand{x, u, h}, parts: actsShape},
@@ -176,7 +173,7 @@ func gruCases() []Case {
 				parts: du},
 			Case{Name: "gru_cell_grad/no-parts" + name, it: withParts(grad, 2), ins: []operand{acts(B, n, false), in32(B, n), h}})
 	}
-	cs = append(cs, Case{Name: "gru_cell/special", it: mat(graph.OpGRUCell, 4, 37, 1),
+	cs = append(cs, Case{Name: "gru_cell/special", it: cellInstr(graph.OpGRUCell, 4, 37, 1),
 		ins: []operand{special(4, 3*37), special(4, 3*37), special(4, 37)}, parts: []tensor.Shape{sh(4, 4*37)}})
 	return cs
 }
