@@ -336,7 +336,7 @@ func gruRowU(c *converter, n *graph.Node) bool {
 //	h' = tanh(x_h + r·u_h)                         (tanh(x_h) without u)
 //	h = h' + z·(hPrev - h')                        (h' - z·h' without hPrev)
 //
-// Part 1 (the activations) is Concat(z, r, h') when a live node reads it.
+// Part 1 (the activations) is Concat(z, r, h', u_h) when a live node reads it.
 // A u broadcast from one row (gruRowU) is read as that row, split along
 // its last axis.
 func emitGRUCell(c *converter, n *graph.Node) (string, error) {
