@@ -22,35 +22,14 @@ func init() {
 		lower: layerNormWorkspace})
 	register(graph.OpLayerNormGrad, kernel{bind: floats(bindLayerNormGrad[float32], bindLayerNormGrad[float64]),
 		lower: layerNormGradWorkspace})
-	register(graph.OpLSTMCell, kernel{bind: floats(bindLSTM(lstmCellPart[float32]), bindLSTM(lstmCellPart[float64])),
-		lower: lstmCellWorkspace})
-	register(graph.OpLSTMCellGrad, kernel{bind: floats(bindLSTM(lstmCellGradPart[float32]), bindLSTM(lstmCellGradPart[float64])),
-		lower: lstmCellGradWorkspace})
-	register(graph.OpGRUCell, kernel{bind: floats(bindLSTM(gruCellPart[float32]), bindLSTM(gruCellPart[float64])),
-		lower: gruCellWorkspace})
-	register(graph.OpGRUCellGrad, kernel{bind: floats(bindLSTM(gruCellGradPart[float32]), bindLSTM(gruCellGradPart[float64])),
-		lower: gruCellGradWorkspace})
-}
-
-// gruCellWorkspace: the activations where nothing reads them.
-func gruCellWorkspace(t *Target, it *compile.Instr) int64 {
-	if missing(it, 0) {
-		return int64(4 * it.Matrix.Rows * it.Matrix.Cols * it.DType.Size())
-	}
-	return 0
-}
-
-// gruCellGradWorkspace: du, and dhPrev where the step has hPrev, where
-// nothing reads them.
-func gruCellGradWorkspace(t *Target, it *compile.Instr) int64 {
-	n := int64(0)
-	if missing(it, 0) {
-		n += int64(3 * it.Matrix.Rows * it.Matrix.Cols)
-	}
-	if len(it.In) > 2 && missing(it, 1) {
-		n += int64(it.Matrix.Rows * it.Matrix.Cols)
-	}
-	return n * int64(it.DType.Size())
+	register(graph.OpLSTMCell, kernel{bind: floats(bindCell(lstmCellPart[float32]), bindCell(lstmCellPart[float64])),
+		lower: cellWorkspace})
+	register(graph.OpLSTMCellGrad, kernel{bind: floats(bindCell(lstmCellGradPart[float32]), bindCell(lstmCellGradPart[float64])),
+		lower: cellWorkspace})
+	register(graph.OpGRUCell, kernel{bind: floats(bindCell(gruCellPart[float32]), bindCell(gruCellPart[float64])),
+		lower: cellWorkspace})
+	register(graph.OpGRUCellGrad, kernel{bind: floats(bindCell(gruCellGradPart[float32]), bindCell(gruCellGradPart[float64])),
+		lower: cellWorkspace})
 }
 
 // gruCellPart runs part p of b.splits of a GRU step's rows: x [, u [,
@@ -87,36 +66,47 @@ func gruCellGradPart[T kernels.Float](arg any, p int) {
 	kernels.GRUCellGradRows(tensor.As[T](b.out), du, dhPrev, tensor.As[T](b.in[0]), tensor.As[T](b.in[1]), hPrev, g.Cols, lo, hi)
 }
 
-// lstmCellWorkspace: c and the activations where nothing reads them (a
-// step at inference keeps no activations).
-func lstmCellWorkspace(t *Target, it *compile.Instr) int64 {
-	n := int64(0)
-	for i, size := range []int{1, 5} {
-		if missing(it, i) {
-			n += int64(size * it.Matrix.Rows * it.Matrix.Cols)
+// cellWorkspace: the parts of a recurrent step or its gradient that
+// nothing reads, each rows × units × its width: an LSTM step's c and
+// activations (1, 5) and its gradient's dcPrev (1, with a previous state);
+// a GRU step's activations (4) and its gradient's du (3) and dhPrev (1,
+// with a previous state). A step at inference keeps no activations.
+func cellWorkspace(t *Target, it *compile.Instr) int64 {
+	var widths []int
+	switch it.Op {
+	case graph.OpLSTMCell:
+		widths = []int{1, 5}
+	case graph.OpLSTMCellGrad:
+		if len(it.In) > 3 {
+			widths = []int{1}
+		}
+	case graph.OpGRUCell:
+		widths = []int{4}
+	case graph.OpGRUCellGrad:
+		widths = []int{3, 0}
+		if len(it.In) > 2 {
+			widths[1] = 1
 		}
 	}
-	return n * int64(it.DType.Size())
-}
-
-// lstmCellGradWorkspace: dcPrev where nothing reads it.
-func lstmCellGradWorkspace(t *Target, it *compile.Instr) int64 {
-	if missing(it, 0) {
-		return int64(it.Matrix.Rows * it.Matrix.Cols * it.DType.Size())
+	n := 0
+	for i, w := range widths {
+		if missing(it, i) {
+			n += w * it.Matrix.Rows * it.Matrix.Cols
+		}
 	}
-	return 0
+	return int64(n * it.DType.Size())
 }
 
-// bindLSTM binds an LSTM step or its gradient over parts of its rows: one
-// part when the step is small (a thread's hand-off costs more than it
-// saves), one per thread from lstmSplit elements on. Rows are
-// independent, so the bits do not depend on the split.
-func bindLSTM(part func(arg any, p int)) binder {
+// bindCell binds an LSTM or GRU step or its gradient over parts of its
+// rows: one part below geluSplit elements of state (rows × units), as
+// gelu splits, one per thread from there on. Rows are independent, so the
+// bits do not depend on the split.
+func bindCell(part func(arg any, p int)) binder {
 	return func(b *Bound) func() error {
 		return func() error {
 			g := b.Matrix
 			b.splits = 1
-			if g.Rows*g.Cols >= lstmSplit {
+			if g.Rows*g.Cols >= geluSplit {
 				b.splits = min(b.pool.Threads(), g.Rows)
 			}
 			kernels.ParallelOn(b.pool, b.splits, part, b)
@@ -124,10 +114,6 @@ func bindLSTM(part func(arg any, p int)) binder {
 		}
 	}
 }
-
-// lstmSplit is the size of state (rows × units) from which an LSTM step
-// splits over the threads.
-const lstmSplit = 1 << 15
 
 // lstmCellPart runs part p of b.splits of an LSTM step's rows: z [,
 // cPrev] -> h, with c and the activations (its parts).
