@@ -37,7 +37,9 @@ import (
 //     a file per machine (the CPU model, the threads and the shape are its
 //     key), so a second run of the same plan times nothing, and a run given
 //     a file picks what the file says: copy the file to pin the choices on
-//     every machine of that CPU model. Like cudnn.benchmark in PyTorch,
+//     every machine of that CPU model. A line timed without a candidate
+//     that is offered now (written before the candidate existed) is
+//     measured again (current). Like cudnn.benchmark in PyTorch,
 //     this is not the default, because a shape measured afresh on a noisy
 //     machine may pick another algorithm and so other last bits.
 //   - "direct", "im2col" or "winograd": that convolution algorithm
@@ -229,8 +231,8 @@ func (c *Choices) pickMatMul(b *Bound, m, n, k int, transA, transB bool, algo *k
 	return lookup(c, b, c.matMulKey(threads, m, n, k, transA, transB), algos, func(i int) { run(algos[i]) }, func(i int) { *algo = algos[i] })
 }
 
-// lookup keeps the table's choice for key where it is one of algos, and
-// else returns the measurement still to run.
+// lookup keeps the table's choice for key where it is still good
+// (current), and else returns the measurement still to run.
 func lookup[A fmt.Stringer](c *Choices, b *Bound, key string, algos []A, run, set func(int)) *pending {
 	names := make([]string, len(algos))
 	for i, a := range algos {
@@ -239,11 +241,40 @@ func lookup[A fmt.Stringer](c *Choices, b *Bound, key string, algos []A, run, se
 	c.mu.Lock()
 	got, ok := c.table[key]
 	c.mu.Unlock()
-	if i := slices.Index(names, got.algo); ok && i >= 0 {
+	if i, cur := current(got, names); ok && cur {
 		set(i)
 		return nil
 	}
 	return &pending{b: b, key: key, names: names, run: run, set: set}
+}
+
+// current returns the index of a kept choice among the candidates names,
+// and whether the choice still holds: it is one of them, and no candidate
+// is missing from the times it was chosen by. A choice made before a
+// candidate existed (a file written by an older headroom, or with
+// Winograd left out) is measured again with it; a line whose times list
+// no candidates ("-", written by hand to pin a choice) holds while its
+// algorithm is offered.
+func current(got choice, names []string) (int, bool) {
+	i := slices.Index(names, got.algo)
+	if i < 0 {
+		return i, false
+	}
+	var timed []string
+	for _, t := range strings.Split(got.times, ",") {
+		if name, _, ok := strings.Cut(t, "="); ok {
+			timed = append(timed, name)
+		}
+	}
+	if len(timed) == 0 {
+		return i, true
+	}
+	for _, n := range names {
+		if !slices.Contains(timed, n) {
+			return i, false
+		}
+	}
+	return i, true
 }
 
 // measure times each pending product with each of its algorithms on its
@@ -266,8 +297,8 @@ func (c *Choices) measure(p *compile.Program, todo []*pending) error {
 		c.mu.Lock()
 		got, ok := c.table[t.key] // another program of this run may have timed the shape
 		c.mu.Unlock()
-		i := slices.Index(t.names, got.algo)
-		if !ok || i < 0 {
+		i, cur := current(got, t.names)
+		if !ok || !cur {
 			got, i = timeAlgos(t)
 			c.mu.Lock()
 			c.table[t.key] = got

@@ -116,6 +116,33 @@ func TestChoicesWinograd(t *testing.T) {
 			t.Errorf("off: pending %+v; want a measurement without winograd", p)
 		}
 	}
+	// a choice timed without a candidate now offered (a file from before
+	// Winograd, or written with it off) is measured again with it; one
+	// timed with more candidates than are offered, or pinned by hand
+	// ("-"), is kept
+	for _, tc := range []struct {
+		on           bool
+		kept, times  string
+		want         kernels.ConvAlgo
+		measureAgain bool
+	}{
+		{true, "direct", "direct=1ms,im2col=2ms", 0, true},
+		{true, "direct", "direct=1ms,im2col=2ms,winograd=3ms", kernels.ConvDirect, false},
+		{false, "direct", "direct=1ms,im2col=2ms", kernels.ConvDirect, false},
+		{false, "im2col", "direct=3ms,im2col=2ms,winograd=1ms", kernels.ConvIm2col, false},
+		{true, "im2col", "-", kernels.ConvIm2col, false},
+	} {
+		c, _ := NewChoices("measure", "", tc.on)
+		c.table[c.convKey(1, kernels.ConvForward, g, 16)] = choice{algo: tc.kept, times: tc.times}
+		var algo kernels.ConvAlgo
+		p := c.pick(b, kernels.ConvForward, &algo, run)
+		if tc.measureAgain != (p != nil) || !tc.measureAgain && algo != tc.want {
+			t.Errorf("winograd on %v, kept %s timed %q: pending %+v, algorithm %v", tc.on, tc.kept, tc.times, p, algo)
+		}
+		if p != nil && !slices.Contains(p.names, "winograd") {
+			t.Errorf("kept %s timed %q: measured again over %v, want winograd among them", tc.kept, tc.times, p.names)
+		}
+	}
 	c, _ := NewChoices("winograd", "", true)
 	var algo kernels.ConvAlgo
 	if p := c.pick(b, kernels.ConvForward, &algo, run); p != nil || algo != kernels.ConvWinograd {
