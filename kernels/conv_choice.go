@@ -65,7 +65,9 @@ func (k ConvKind) String() string {
 
 // ConvAlgos returns the algorithms that can run a float32 convolution
 // product of kind with geometry g and f filters, its products in float32
-// (not bfloat16): ConvDirect where the direct tiles can take it,
+// (not bfloat16): ConvDirect where the direct tiles can take it (for the
+// filter gradient of an input whose channels are not a multiple of 4, a
+// stem's, the stem tiles: vision_stem.go),
 // ConvIm2col, and ConvWinograd for a 3×3 window at stride 1 (WinogradOK).
 // Dilated and grouped convolutions have one path of their own (nil).
 func ConvAlgos(kind ConvKind, g ConvGeom, f int) []ConvAlgo {
@@ -79,7 +81,7 @@ func ConvAlgos(kind ConvKind, g ConvGeom, f int) []ConvAlgo {
 	case ConvInputGrad:
 		_, direct = directInputGeom(g, f)
 	case ConvFilterGrad:
-		direct = directFilterCan(g, f)
+		direct = directFilterCan(g, f) || stemFilterCan(g, f)
 	}
 	algos := []ConvAlgo{ConvIm2col}
 	if direct {
@@ -94,10 +96,13 @@ func ConvAlgos(kind ConvKind, g ConvGeom, f int) []ConvAlgo {
 // ConvRule returns the algorithm ConvAuto runs for kind, g and f: what
 // the built-in rule picks.
 //
-// The rule never picks Winograd, whose rounding differs most.
+// The rule never picks Winograd, whose rounding differs most. It gives a
+// stem's filter gradient to the stem tiles: im2col's product there has
+// [K, rows]·[rows, f] with K and f a few dozen at most, a shape that
+// packing cannot feed on any CPU (7 times slower on the ResNet-20's stem).
 func ConvRule(kind ConvKind, g ConvGeom, f int) ConvAlgo {
 	algos := ConvAlgos(kind, g, f)
-	if len(algos) == 0 || algos[0] != ConvDirect || (kind == ConvFilterGrad && !directFilterOK(g, f)) {
+	if len(algos) == 0 || algos[0] != ConvDirect || (kind == ConvFilterGrad && !directFilterOK(g, f) && !stemFilterCan(g, f)) {
 		return ConvIm2col
 	}
 	return ConvDirect

@@ -25,6 +25,11 @@ func TestConvAlgos(t *testing.T) {
 		{1, 5, 5, 64, 1, 1, 0, 16}, // 1x1
 		{2, 6, 6, 4, 5, 1, 2, 16},  // few channels, wide window
 		{1, 8, 8, 3, 3, 1, 1, 16},  // a stem: 3 channels
+		{3, 28, 28, 1, 3, 1, 1, 16}, // the ResNet's stem: 1 channel (the stem tiles, 3 window rows at once)
+		{2, 9, 11, 1, 3, 2, 0, 32},  // no padding, stride 2, two filter blocks
+		{2, 13, 12, 3, 7, 2, 3, 16}, // ImageNet's stem: 7×7, 3 channels (one window row of 21 pairs)
+		{17, 6, 5, 2, 5, 1, 2, 16},  // 2 channels, more images than groups, window rows 3 + 1 + 1
+		{2, 6, 7, 5, 3, 1, 1, 16},   // 5 channels
 	}
 	r := rand.New(rand.NewSource(7))
 	for _, c := range geoms {
@@ -34,7 +39,7 @@ func TestConvAlgos(t *testing.T) {
 		y64 := naiveConv(widen(x), widen(w), g, c.f)
 		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, c.f)
 		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
-			work := make([]float32, max(g.Im2ColSize(c.n)+len(w), kernels.WinogradWork(kind, g, c.f)))
+			work := make([]float32, max(g.Im2ColSize(c.n)+len(w), kernels.WinogradWork(kind, g, c.f), kernels.StemFilterWork(g, c.f)))
 			want := [3][]float64{y64, dx64, dw64}[kind]
 			a, b, n := convProduct(kind, x, w, dy)
 			algos := kernels.ConvAlgos(kind, g, c.f)
@@ -51,6 +56,37 @@ func TestConvAlgos(t *testing.T) {
 						t.Errorf("%s: %v", name, err)
 					}
 				}
+			}
+		}
+	}
+	// the stem tiles take the filter gradients of few channels, with the
+	// least workspace as with a large one, and the same bits on any
+	// number of threads
+	for _, c := range geoms {
+		oh, ow := (c.h+2*c.pad-c.k)/c.s+1, (c.w+2*c.pad-c.k)/c.s+1
+		g := kernels.ConvGeom{N: c.n, H: c.h, W: c.w, C: c.c, KH: c.k, KW: c.k, SH: c.s, SW: c.s, PadTop: c.pad, PadLeft: c.pad, OH: oh, OW: ow}
+		least := kernels.StemFilterWork(g, c.f)
+		if (least > 0) != (c.c%4 != 0 && kernels.HasTiles()) {
+			t.Errorf("%+v: stem filter workspace %d", c, least)
+		}
+		if least == 0 {
+			continue
+		}
+		x, dy := randoms(r, c.n*c.h*c.w*c.c), randoms(r, c.n*oh*ow*c.f)
+		_, want := naiveConvGrads(widen(x), make([]float64, c.k*c.k*c.c*c.f), widen(dy), g, c.f)
+		var first []float32
+		for threads := 1; threads <= 3; threads++ {
+			work := make([]float32, max(least, g.Im2ColSize(1)))
+			p := kernels.NewPool(threads)
+			got := kernels.ConvOn(p, kernels.ConvFilterGrad, kernels.ConvDirect, make([]float32, len(want)), x, dy, work, g, c.f)
+			p.Close()
+			if err := closeTo(got, want, 1e-4); err != nil {
+				t.Errorf("%+v least workspace, %d threads: %v", c, threads, err)
+			}
+			if first == nil {
+				first = got
+			} else if !slices.Equal(got, first) {
+				t.Errorf("%+v least workspace: %d threads give other bits than 1", c, threads)
 			}
 		}
 	}

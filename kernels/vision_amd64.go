@@ -35,6 +35,25 @@ var filtTiles = func() (t [2][3]filtTileFunc) {
 	}
 }()
 
+// stemTileFunc is the signature of the stem filter gradient's tiles.
+type stemTileFunc func(dw, x, dy *float32, rows, cols, xcol, xrow, xtap, dycol, dyrow, ldw int, acc bool)
+
+// stemTiles holds the stem filter gradient's tiles: [0][p-1] one window
+// row of p pairs, [1][p-1] three rows (p <= 9); nothing without AVX-512.
+var stemTiles = func() (t [2][stemPairs]stemTileFunc) {
+	if !simdPool {
+		return t
+	}
+	t[0] = [stemPairs]stemTileFunc{stemTile512r1p1, stemTile512r1p2, stemTile512r1p3, stemTile512r1p4, stemTile512r1p5,
+		stemTile512r1p6, stemTile512r1p7, stemTile512r1p8, stemTile512r1p9, stemTile512r1p10, stemTile512r1p11,
+		stemTile512r1p12, stemTile512r1p13, stemTile512r1p14, stemTile512r1p15, stemTile512r1p16, stemTile512r1p17,
+		stemTile512r1p18, stemTile512r1p19, stemTile512r1p20, stemTile512r1p21, stemTile512r1p22, stemTile512r1p23,
+		stemTile512r1p24, stemTile512r1p25, stemTile512r1p26, stemTile512r1p27}
+	copy(t[1][:], []stemTileFunc{stemTile512r3p1, stemTile512r3p2, stemTile512r3p3, stemTile512r3p4, stemTile512r3p5,
+		stemTile512r3p6, stemTile512r3p7, stemTile512r3p8, stemTile512r3p9})
+	return t
+}()
+
 // momentsSIMD adds the shifted sums and sums of squares of the first
 // 16·blocks channels of rows rows of x (stride floats apart) to s1 and s2,
 // and returns true; or returns false, doing nothing, without AVX-512.

@@ -1393,6 +1393,4452 @@ col:
 	VZEROUPPER
 	RET
 
+// func stemTile512r3p1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p1(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z1
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z2
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r3p2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p2(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z2
+	VFMADD231PS.BCST 4(AX)(R9*1), Z31, Z3
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z4
+	VFMADD231PS.BCST 4(AX)(R9*2), Z31, Z5
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r3p3(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p3(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z3
+	VFMADD231PS.BCST 4(AX)(R9*1), Z31, Z4
+	VFMADD231PS.BCST 8(AX)(R9*1), Z31, Z5
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z6
+	VFMADD231PS.BCST 4(AX)(R9*2), Z31, Z7
+	VFMADD231PS.BCST 8(AX)(R9*2), Z31, Z8
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r3p4(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p4(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z4
+	VFMADD231PS.BCST 4(AX)(R9*1), Z31, Z5
+	VFMADD231PS.BCST 8(AX)(R9*1), Z31, Z6
+	VFMADD231PS.BCST 12(AX)(R9*1), Z31, Z7
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z8
+	VFMADD231PS.BCST 4(AX)(R9*2), Z31, Z9
+	VFMADD231PS.BCST 8(AX)(R9*2), Z31, Z10
+	VFMADD231PS.BCST 12(AX)(R9*2), Z31, Z11
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r3p5(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p5(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z5
+	VFMADD231PS.BCST 4(AX)(R9*1), Z31, Z6
+	VFMADD231PS.BCST 8(AX)(R9*1), Z31, Z7
+	VFMADD231PS.BCST 12(AX)(R9*1), Z31, Z8
+	VFMADD231PS.BCST 16(AX)(R9*1), Z31, Z9
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z10
+	VFMADD231PS.BCST 4(AX)(R9*2), Z31, Z11
+	VFMADD231PS.BCST 8(AX)(R9*2), Z31, Z12
+	VFMADD231PS.BCST 12(AX)(R9*2), Z31, Z13
+	VFMADD231PS.BCST 16(AX)(R9*2), Z31, Z14
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r3p6(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p6(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z6
+	VFMADD231PS.BCST 4(AX)(R9*1), Z31, Z7
+	VFMADD231PS.BCST 8(AX)(R9*1), Z31, Z8
+	VFMADD231PS.BCST 12(AX)(R9*1), Z31, Z9
+	VFMADD231PS.BCST 16(AX)(R9*1), Z31, Z10
+	VFMADD231PS.BCST 20(AX)(R9*1), Z31, Z11
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z12
+	VFMADD231PS.BCST 4(AX)(R9*2), Z31, Z13
+	VFMADD231PS.BCST 8(AX)(R9*2), Z31, Z14
+	VFMADD231PS.BCST 12(AX)(R9*2), Z31, Z15
+	VFMADD231PS.BCST 16(AX)(R9*2), Z31, Z16
+	VFMADD231PS.BCST 20(AX)(R9*2), Z31, Z17
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r3p7(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p7(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z7
+	VFMADD231PS.BCST 4(AX)(R9*1), Z31, Z8
+	VFMADD231PS.BCST 8(AX)(R9*1), Z31, Z9
+	VFMADD231PS.BCST 12(AX)(R9*1), Z31, Z10
+	VFMADD231PS.BCST 16(AX)(R9*1), Z31, Z11
+	VFMADD231PS.BCST 20(AX)(R9*1), Z31, Z12
+	VFMADD231PS.BCST 24(AX)(R9*1), Z31, Z13
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z14
+	VFMADD231PS.BCST 4(AX)(R9*2), Z31, Z15
+	VFMADD231PS.BCST 8(AX)(R9*2), Z31, Z16
+	VFMADD231PS.BCST 12(AX)(R9*2), Z31, Z17
+	VFMADD231PS.BCST 16(AX)(R9*2), Z31, Z18
+	VFMADD231PS.BCST 20(AX)(R9*2), Z31, Z19
+	VFMADD231PS.BCST 24(AX)(R9*2), Z31, Z20
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r3p8(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p8(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z21
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z22
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z23
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z8
+	VFMADD231PS.BCST 4(AX)(R9*1), Z31, Z9
+	VFMADD231PS.BCST 8(AX)(R9*1), Z31, Z10
+	VFMADD231PS.BCST 12(AX)(R9*1), Z31, Z11
+	VFMADD231PS.BCST 16(AX)(R9*1), Z31, Z12
+	VFMADD231PS.BCST 20(AX)(R9*1), Z31, Z13
+	VFMADD231PS.BCST 24(AX)(R9*1), Z31, Z14
+	VFMADD231PS.BCST 28(AX)(R9*1), Z31, Z15
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z16
+	VFMADD231PS.BCST 4(AX)(R9*2), Z31, Z17
+	VFMADD231PS.BCST 8(AX)(R9*2), Z31, Z18
+	VFMADD231PS.BCST 12(AX)(R9*2), Z31, Z19
+	VFMADD231PS.BCST 16(AX)(R9*2), Z31, Z20
+	VFMADD231PS.BCST 20(AX)(R9*2), Z31, Z21
+	VFMADD231PS.BCST 24(AX)(R9*2), Z31, Z22
+	VFMADD231PS.BCST 28(AX)(R9*2), Z31, Z23
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z21, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z22, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z23, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r3p9(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r3p9(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z21
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z22
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z23
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z24
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z25
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z26
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	VXORPS Z24, Z24, Z24
+	VXORPS Z25, Z25, Z25
+	VXORPS Z26, Z26, Z26
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST (AX)(R9*1), Z31, Z9
+	VFMADD231PS.BCST 4(AX)(R9*1), Z31, Z10
+	VFMADD231PS.BCST 8(AX)(R9*1), Z31, Z11
+	VFMADD231PS.BCST 12(AX)(R9*1), Z31, Z12
+	VFMADD231PS.BCST 16(AX)(R9*1), Z31, Z13
+	VFMADD231PS.BCST 20(AX)(R9*1), Z31, Z14
+	VFMADD231PS.BCST 24(AX)(R9*1), Z31, Z15
+	VFMADD231PS.BCST 28(AX)(R9*1), Z31, Z16
+	VFMADD231PS.BCST 32(AX)(R9*1), Z31, Z17
+	VFMADD231PS.BCST (AX)(R9*2), Z31, Z18
+	VFMADD231PS.BCST 4(AX)(R9*2), Z31, Z19
+	VFMADD231PS.BCST 8(AX)(R9*2), Z31, Z20
+	VFMADD231PS.BCST 12(AX)(R9*2), Z31, Z21
+	VFMADD231PS.BCST 16(AX)(R9*2), Z31, Z22
+	VFMADD231PS.BCST 20(AX)(R9*2), Z31, Z23
+	VFMADD231PS.BCST 24(AX)(R9*2), Z31, Z24
+	VFMADD231PS.BCST 28(AX)(R9*2), Z31, Z25
+	VFMADD231PS.BCST 32(AX)(R9*2), Z31, Z26
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z21, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z22, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z23, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z24, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z25, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z26, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p1(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p2(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p3(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p3(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p4(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p4(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p5(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p5(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p6(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p6(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p7(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p7(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p8(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p8(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p9(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p9(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p10(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p10(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p11(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p11(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p12(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p12(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p13(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p13(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p14(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p14(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p15(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p15(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p16(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p16(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p17(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p17(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p18(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p18(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p19(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p19(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p20(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p20(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	VFMADD231PS.BCST 76(AX), Z31, Z19
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p21(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p21(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	VFMADD231PS.BCST 76(AX), Z31, Z19
+	VFMADD231PS.BCST 80(AX), Z31, Z20
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p22(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p22(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z21
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	VFMADD231PS.BCST 76(AX), Z31, Z19
+	VFMADD231PS.BCST 80(AX), Z31, Z20
+	VFMADD231PS.BCST 84(AX), Z31, Z21
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z21, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p23(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p23(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z21
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z22
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	VFMADD231PS.BCST 76(AX), Z31, Z19
+	VFMADD231PS.BCST 80(AX), Z31, Z20
+	VFMADD231PS.BCST 84(AX), Z31, Z21
+	VFMADD231PS.BCST 88(AX), Z31, Z22
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z21, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z22, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p24(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p24(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z21
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z22
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z23
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	VFMADD231PS.BCST 76(AX), Z31, Z19
+	VFMADD231PS.BCST 80(AX), Z31, Z20
+	VFMADD231PS.BCST 84(AX), Z31, Z21
+	VFMADD231PS.BCST 88(AX), Z31, Z22
+	VFMADD231PS.BCST 92(AX), Z31, Z23
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z21, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z22, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z23, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p25(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p25(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z21
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z22
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z23
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z24
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	VXORPS Z24, Z24, Z24
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	VFMADD231PS.BCST 76(AX), Z31, Z19
+	VFMADD231PS.BCST 80(AX), Z31, Z20
+	VFMADD231PS.BCST 84(AX), Z31, Z21
+	VFMADD231PS.BCST 88(AX), Z31, Z22
+	VFMADD231PS.BCST 92(AX), Z31, Z23
+	VFMADD231PS.BCST 96(AX), Z31, Z24
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z21, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z22, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z23, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z24, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p26(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p26(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z21
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z22
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z23
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z24
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z25
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	VXORPS Z24, Z24, Z24
+	VXORPS Z25, Z25, Z25
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	VFMADD231PS.BCST 76(AX), Z31, Z19
+	VFMADD231PS.BCST 80(AX), Z31, Z20
+	VFMADD231PS.BCST 84(AX), Z31, Z21
+	VFMADD231PS.BCST 88(AX), Z31, Z22
+	VFMADD231PS.BCST 92(AX), Z31, Z23
+	VFMADD231PS.BCST 96(AX), Z31, Z24
+	VFMADD231PS.BCST 100(AX), Z31, Z25
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z21, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z22, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z23, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z24, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z25, (DI)
+	VZEROUPPER
+	RET
+
+// func stemTile512r1p27(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·stemTile512r1p27(SB), NOSPLIT, $0-89
+	MOVB    acc+88(FP), R15
+	MOVQ    dw+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    dy+16(FP), DX
+	MOVQ    rows+24(FP), R8
+	MOVQ    xcol+40(FP), R10
+	MOVQ    xrow+48(FP), R11
+	MOVQ    xtap+56(FP), R9
+	MOVQ    dycol+64(FP), R12
+	MOVQ    dyrow+72(FP), R13
+	MOVQ    ldw+80(FP), R14
+	SHLQ    $0x02, R14
+	CMPB    R15, $0x00
+	JE      zero
+	MOVQ    DI, R15
+	VMOVUPS (R15), Z0
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z1
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z2
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z3
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z4
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z5
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z6
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z7
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z8
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z9
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z10
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z11
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z12
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z13
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z14
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z15
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z16
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z17
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z18
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z19
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z20
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z21
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z22
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z23
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z24
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z25
+	ADDQ    R14, R15
+	VMOVUPS (R15), Z26
+	JMP     row
+
+zero:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	VXORPS Z24, Z24, Z24
+	VXORPS Z25, Z25, Z25
+	VXORPS Z26, Z26, Z26
+
+row:
+	MOVQ SI, AX
+	MOVQ DX, BX
+	MOVQ cols+32(FP), CX
+
+col:
+	VMOVUPS          (BX), Z31
+	VFMADD231PS.BCST (AX), Z31, Z0
+	VFMADD231PS.BCST 4(AX), Z31, Z1
+	VFMADD231PS.BCST 8(AX), Z31, Z2
+	VFMADD231PS.BCST 12(AX), Z31, Z3
+	VFMADD231PS.BCST 16(AX), Z31, Z4
+	VFMADD231PS.BCST 20(AX), Z31, Z5
+	VFMADD231PS.BCST 24(AX), Z31, Z6
+	VFMADD231PS.BCST 28(AX), Z31, Z7
+	VFMADD231PS.BCST 32(AX), Z31, Z8
+	VFMADD231PS.BCST 36(AX), Z31, Z9
+	VFMADD231PS.BCST 40(AX), Z31, Z10
+	VFMADD231PS.BCST 44(AX), Z31, Z11
+	VFMADD231PS.BCST 48(AX), Z31, Z12
+	VFMADD231PS.BCST 52(AX), Z31, Z13
+	VFMADD231PS.BCST 56(AX), Z31, Z14
+	VFMADD231PS.BCST 60(AX), Z31, Z15
+	VFMADD231PS.BCST 64(AX), Z31, Z16
+	VFMADD231PS.BCST 68(AX), Z31, Z17
+	VFMADD231PS.BCST 72(AX), Z31, Z18
+	VFMADD231PS.BCST 76(AX), Z31, Z19
+	VFMADD231PS.BCST 80(AX), Z31, Z20
+	VFMADD231PS.BCST 84(AX), Z31, Z21
+	VFMADD231PS.BCST 88(AX), Z31, Z22
+	VFMADD231PS.BCST 92(AX), Z31, Z23
+	VFMADD231PS.BCST 96(AX), Z31, Z24
+	VFMADD231PS.BCST 100(AX), Z31, Z25
+	VFMADD231PS.BCST 104(AX), Z31, Z26
+	ADDQ             R10, AX
+	ADDQ             R12, BX
+	DECQ             CX
+	JNZ              col
+	ADDQ             R11, SI
+	ADDQ             R13, DX
+	DECQ             R8
+	JNZ              row
+	VMOVUPS          Z0, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z1, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z2, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z3, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z4, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z5, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z6, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z7, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z8, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z9, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z10, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z11, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z12, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z13, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z14, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z15, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z16, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z17, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z18, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z19, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z20, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z21, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z22, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z23, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z24, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z25, (DI)
+	ADDQ             R14, DI
+	VMOVUPS          Z26, (DI)
+	VZEROUPPER
+	RET
+
 // func moments512(s1 *float64, s2 *float64, x *float32, shift *float32, rows int, stride int, blocks int)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·moments512(SB), NOSPLIT, $0-56

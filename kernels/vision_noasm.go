@@ -12,6 +12,10 @@ type filtTileFunc func(dw, x, dy *float32, rows, cols, xcol, xrow, dycol, dyrow,
 
 var filtTiles [2][3]filtTileFunc
 
+type stemTileFunc func(dw, x, dy *float32, rows, cols, xcol, xrow, xtap, dycol, dyrow, ldw int, acc bool)
+
+var stemTiles [2][stemPairs]stemTileFunc
+
 func momentsSIMD(s1, s2 []float64, x, shift []float32, rows, stride, blocks int) bool { return false }
 
 func sumsSIMD(s1, s2 []float64, g, x []float32, rows, stride, blocks int) bool { return false }

@@ -116,6 +116,294 @@ func filtTile512c8v2(dw *float32, x *float32, dy *float32, rows int, cols int, x
 //go:noescape
 func filtTile512c4v2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, dycol int, dyrow int, ldw int, acc bool)
 
+// stemTile512r3p1 sets (with acc: adds to) dw[(r·1 + j)·ldw + k], r < 3, j < 1, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r3p2 sets (with acc: adds to) dw[(r·2 + j)·ldw + k], r < 3, j < 2, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r3p3 sets (with acc: adds to) dw[(r·3 + j)·ldw + k], r < 3, j < 3, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p3(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r3p4 sets (with acc: adds to) dw[(r·4 + j)·ldw + k], r < 3, j < 4, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p4(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r3p5 sets (with acc: adds to) dw[(r·5 + j)·ldw + k], r < 3, j < 5, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p5(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r3p6 sets (with acc: adds to) dw[(r·6 + j)·ldw + k], r < 3, j < 6, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p6(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r3p7 sets (with acc: adds to) dw[(r·7 + j)·ldw + k], r < 3, j < 7, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p7(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r3p8 sets (with acc: adds to) dw[(r·8 + j)·ldw + k], r < 3, j < 8, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p8(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r3p9 sets (with acc: adds to) dw[(r·9 + j)·ldw + k], r < 3, j < 9, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r3p9(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p1 sets (with acc: adds to) dw[(r·1 + j)·ldw + k], r < 1, j < 1, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p1(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p2 sets (with acc: adds to) dw[(r·2 + j)·ldw + k], r < 1, j < 2, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p2(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p3 sets (with acc: adds to) dw[(r·3 + j)·ldw + k], r < 1, j < 3, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p3(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p4 sets (with acc: adds to) dw[(r·4 + j)·ldw + k], r < 1, j < 4, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p4(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p5 sets (with acc: adds to) dw[(r·5 + j)·ldw + k], r < 1, j < 5, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p5(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p6 sets (with acc: adds to) dw[(r·6 + j)·ldw + k], r < 1, j < 6, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p6(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p7 sets (with acc: adds to) dw[(r·7 + j)·ldw + k], r < 1, j < 7, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p7(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p8 sets (with acc: adds to) dw[(r·8 + j)·ldw + k], r < 1, j < 8, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p8(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p9 sets (with acc: adds to) dw[(r·9 + j)·ldw + k], r < 1, j < 9, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p9(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p10 sets (with acc: adds to) dw[(r·10 + j)·ldw + k], r < 1, j < 10, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p10(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p11 sets (with acc: adds to) dw[(r·11 + j)·ldw + k], r < 1, j < 11, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p11(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p12 sets (with acc: adds to) dw[(r·12 + j)·ldw + k], r < 1, j < 12, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p12(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p13 sets (with acc: adds to) dw[(r·13 + j)·ldw + k], r < 1, j < 13, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p13(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p14 sets (with acc: adds to) dw[(r·14 + j)·ldw + k], r < 1, j < 14, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p14(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p15 sets (with acc: adds to) dw[(r·15 + j)·ldw + k], r < 1, j < 15, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p15(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p16 sets (with acc: adds to) dw[(r·16 + j)·ldw + k], r < 1, j < 16, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p16(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p17 sets (with acc: adds to) dw[(r·17 + j)·ldw + k], r < 1, j < 17, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p17(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p18 sets (with acc: adds to) dw[(r·18 + j)·ldw + k], r < 1, j < 18, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p18(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p19 sets (with acc: adds to) dw[(r·19 + j)·ldw + k], r < 1, j < 19, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p19(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p20 sets (with acc: adds to) dw[(r·20 + j)·ldw + k], r < 1, j < 20, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p20(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p21 sets (with acc: adds to) dw[(r·21 + j)·ldw + k], r < 1, j < 21, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p21(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p22 sets (with acc: adds to) dw[(r·22 + j)·ldw + k], r < 1, j < 22, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p22(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p23 sets (with acc: adds to) dw[(r·23 + j)·ldw + k], r < 1, j < 23, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p23(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p24 sets (with acc: adds to) dw[(r·24 + j)·ldw + k], r < 1, j < 24, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p24(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p25 sets (with acc: adds to) dw[(r·25 + j)·ldw + k], r < 1, j < 25, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p25(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p26 sets (with acc: adds to) dw[(r·26 + j)·ldw + k], r < 1, j < 26, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p26(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
+// stemTile512r1p27 sets (with acc: adds to) dw[(r·27 + j)·ldw + k], r < 1, j < 27, k < 16,
+// the sum over the rows × cols positions (i, c) of
+// x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row
+// (offsets and strides in bytes; ldw in floats; rows, cols >= 1).
+//
+//go:noescape
+func stemTile512r1p27(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
+
 // moments512 adds, for j < 16·blocks, Σ_{r < rows} d and Σ d·d in float64, d = x[r·stride + j] - shift[j]
 // (in float32), to s1[j] and s2[j], adding the rows in order (rows >= 1; stride in floats).
 //

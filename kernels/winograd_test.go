@@ -181,15 +181,17 @@ func relErrors(got []float32, want []float64) (maxErr, rms float64) {
 // products (on 28×28 Fashion-MNIST images) at batch 128 on 2 threads.
 func BenchmarkConvAlgos(b *testing.B) {
 	r := rand.New(rand.NewSource(1))
-	for _, c := range []struct{ hw, c int }{{28, 16}, {14, 32}, {7, 64}} {
+	// the ResNet-20's 3×3 stride-1 layers and its stem (1 channel, whose
+	// filter gradient the stem tiles run as direct)
+	for _, c := range []struct{ hw, c, f int }{{28, 16, 16}, {14, 32, 32}, {7, 64, 64}, {28, 1, 16}} {
 		g := kernels.ConvGeom{N: 128, H: c.hw, W: c.hw, C: c.c, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: c.hw, OW: c.hw}
-		f := c.c
+		f := c.f
 		x, w, dy := randoms(r, 128*c.hw*c.hw*c.c), randoms(r, 9*c.c*f), randoms(r, 128*c.hw*c.hw*f)
 		p := kernels.NewPool(2)
 		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
 			a, bb, n := convProduct(kind, x, w, dy)
 			per := min(128, max(1, (8<<20)/(4*g.Im2ColSize(1))))
-			work := make([]float32, max(g.Im2ColSize(per), kernels.WinogradWork(kind, g, f)))
+			work := make([]float32, max(g.Im2ColSize(per), kernels.WinogradWork(kind, g, f), kernels.StemFilterWork(g, f)))
 			dst := make([]float32, n)
 			for _, algo := range kernels.ConvAlgos(kind, g, f) {
 				b.Run(fmt.Sprintf("%dx%dx%d/%v/%v", c.hw, c.hw, c.c, kind, algo), func(b *testing.B) {

@@ -116,14 +116,17 @@ func generalConvWorkspace(g kernels.ConvGeom, it *compile.Instr) int64 {
 }
 
 // convChoiceWorkspace is the workspace of the convolution product kind of
-// it: convWorkspace, or, in float32 where Winograd can run it, what
-// Winograd needs where that is more, so that every algorithm the choice
-// can pick runs in it.
+// it: convWorkspace, or, in float32 where Winograd or the stem filter
+// gradient's tiles can run it, what they need where that is more, so that
+// every algorithm the choice can pick runs in it.
 func convChoiceWorkspace(kind kernels.ConvKind, it *compile.Instr) int64 {
 	g := kernels.ConvGeom(it.Window.Geom)
 	n := convWorkspace(g, it)
 	if it.DType == tensor.Float32 && !it.Window.BF16 && slices.Contains(kernels.ConvAlgos(kind, g, it.Window.F), kernels.ConvWinograd) {
 		n = max(n, 4*int64(kernels.WinogradWork(kind, g, it.Window.F)))
+	}
+	if it.DType == tensor.Float32 && !it.Window.BF16 && kind == kernels.ConvFilterGrad {
+		n = max(n, 4*int64(kernels.StemFilterWork(g, it.Window.F)))
 	}
 	return n
 }

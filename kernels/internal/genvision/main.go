@@ -15,6 +15,10 @@
 // channels × 16·V filters, summing x·dy over a rectangle of output
 // positions with the C·V accumulators in registers.
 //
+// stemTile512rRpP computes the filter gradient of R window rows × P
+// (window column, input channel) pairs × 16 filters of a convolution with
+// few input channels (a stem's), over an input staged with its padding.
+//
 // moments512 sums, per channel, the shifted values and their squares in
 // float64, sixteen channels at a time (BatchNormalization's statistics).
 //
@@ -117,6 +121,90 @@ func filtTile(cb, nv int) {
 	RET()
 }
 
+// stemPairs is the most window columns × channels (KW·C) of one window
+// row the stem tiles take: the accumulators of R rows of them, R·KW·C ≤
+// 27, stay in zmm registers with one more for dy.
+const stemPairs = 27
+
+// stemTile generates stemTile512rRpP: the filter gradient of R window
+// rows × P (window column, channel) pairs × 16 filters over a padded
+// input, for inputs with few channels (a stem's). In an NHWC input staged
+// with its padding, the KW·C pairs of one window row are P consecutive
+// floats, and the R rows are xtap bytes apart, so the R·P accumulators
+// read each input value by a broadcast from memory and dy's 16 filters
+// once per position.
+func stemTile(rows, pairs int) {
+	name := fmt.Sprintf("stemTile512r%dp%d", rows, pairs)
+	TEXT(name, NOSPLIT, "func(dw, x, dy *float32, rows, cols, xcol, xrow, xtap, dycol, dyrow, ldw int, acc bool)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets (with acc: adds to) dw[(r·%d + j)·ldw + k], r < %d, j < %d, k < 16,", name, pairs, rows, pairs),
+		"the sum over the rows × cols positions (i, c) of",
+		"x[i·xrow + c·xcol + r·xtap + 4·j]·dy[i·dyrow + c·dycol + 4·k], row by row",
+		"(offsets and strides in bytes; ldw in floats; rows, cols >= 1).")
+	t := reg.R15
+	accFlag := Load(Param("acc"), t.As8())
+	dw, x, dy := Load(Param("dw"), reg.RDI), Load(Param("x"), reg.RSI), Load(Param("dy"), reg.RDX)
+	nrows, xcol, xrow := Load(Param("rows"), reg.R8), Load(Param("xcol"), reg.R10), Load(Param("xrow"), reg.R11)
+	xtap := Load(Param("xtap"), reg.R9)
+	dycol, dyrow, ldw := Load(Param("dycol"), reg.R12), Load(Param("dyrow"), reg.R13), Load(Param("ldw"), reg.R14)
+	SHLQ(U8(2), ldw)
+	xp, dp, k := reg.RAX, reg.RBX, reg.RCX
+	zs := []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9, reg.Z10, reg.Z11,
+		reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
+		reg.Z24, reg.Z25, reg.Z26}
+	acc := zs[:rows*pairs]
+	CMPB(accFlag, U8(0))
+	JE(LabelRef("zero"))
+	MOVQ(dw, t)
+	for i, a := range acc {
+		VMOVUPS(Mem{Base: t}, a)
+		if i < len(acc)-1 {
+			ADDQ(ldw, t)
+		}
+	}
+	JMP(LabelRef("row"))
+	Label("zero")
+	for _, a := range acc {
+		VXORPS(a, a, a)
+	}
+	b := reg.Z31
+	Label("row")
+	MOVQ(x, xp)
+	MOVQ(dy, dp)
+	Load(Param("cols"), k)
+	Label("col")
+	VMOVUPS(Mem{Base: dp}, b)
+	for r := 0; r < rows; r++ {
+		m := Mem{Base: xp}
+		switch r {
+		case 1:
+			m = Mem{Base: xp, Index: xtap, Scale: 1}
+		case 2:
+			m = Mem{Base: xp, Index: xtap, Scale: 2}
+		}
+		for j := 0; j < pairs; j++ {
+			m.Disp = 4 * j
+			VFMADD231PS_BCST(m, b, acc[r*pairs+j])
+		}
+	}
+	ADDQ(xcol, xp)
+	ADDQ(dycol, dp)
+	DECQ(k)
+	JNZ(LabelRef("col"))
+	ADDQ(xrow, x)
+	ADDQ(dyrow, dy)
+	DECQ(nrows)
+	JNZ(LabelRef("row"))
+	for i, a := range acc {
+		VMOVUPS(a, Mem{Base: dw})
+		if i < len(acc)-1 {
+			ADDQ(ldw, dw)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
 func main() {
 	ConstraintExpr("!purego")
 	for _, v := range []int{1, 2} {
@@ -128,6 +216,12 @@ func main() {
 		for _, c := range filtChannels[v-1] {
 			filtTile(c, v)
 		}
+	}
+	for p := 1; p <= 9; p++ {
+		stemTile(3, p)
+	}
+	for p := 1; p <= stemPairs; p++ {
+		stemTile(1, p)
 	}
 	moments()
 	sums()
