@@ -22,9 +22,9 @@ func TestConvAlgos(t *testing.T) {
 		{2, 9, 7, 16, 3, 2, 1, 32}, // stride 2: input gradient im2col only
 		{2, 8, 8, 16, 3, 2, 1, 32}, // stride 2, padding 1 before and none after (PyTorch's padding=1 folded in)
 		{2, 6, 6, 32, 3, 2, 1, 64},
-		{1, 5, 5, 64, 1, 1, 0, 16}, // 1x1
-		{2, 6, 6, 4, 5, 1, 2, 16},  // few channels, wide window
-		{1, 8, 8, 3, 3, 1, 1, 16},  // a stem: 3 channels
+		{1, 5, 5, 64, 1, 1, 0, 16},  // 1x1
+		{2, 6, 6, 4, 5, 1, 2, 16},   // few channels, wide window
+		{1, 8, 8, 3, 3, 1, 1, 16},   // a stem: 3 channels
 		{3, 28, 28, 1, 3, 1, 1, 16}, // the ResNet's stem: 1 channel (the stem tiles, 3 window rows at once)
 		{2, 9, 11, 1, 3, 2, 0, 32},  // no padding, stride 2, two filter blocks
 		{2, 13, 12, 3, 7, 2, 3, 16}, // ImageNet's stem: 7×7, 3 channels (one window row of 21 pairs)
