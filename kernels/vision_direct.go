@@ -294,12 +294,26 @@ func filterPart(arg any, p int) {
 	g, f := j.g, j.f
 	units := filterUnits(g, f, nil)
 	u0, u1 := units*p/j.parts, units*(p+1)/j.parts
-	filterUnits(g, f, func(i int, u filterUnit) {
-		if i >= u0 && i < u1 {
-			filterUnitRun(j.dst, j.x, j.w, g, f, u)
-		}
-	})
+	// every unit reads all of dy and x: a chunk of images at a time, so
+	// that its units read the chunk from the cache instead of memory
+	nb := max(1, filterChunkBytes/(4*(g.OH*g.OW*f+g.H*g.W*g.C)))
+	for n0 := 0; n0 < g.N; n0 += nb {
+		n1 := min(g.N, n0+nb)
+		filterUnits(g, f, func(i int, u filterUnit) {
+			if i >= u0 && i < u1 {
+				filterUnitRun(j.dst, j.x, j.w, g, f, u, n0, n1)
+			}
+		})
+	}
 }
+
+// filterChunkBytes bounds the images of dy and x the direct filter
+// gradient's units read in turn (one image at least). Of 128 KiB, 512
+// KiB, 1 and 4 MiB, 128 KiB was the fastest on the reference cnn's second
+// layer (a Zen 5, 1 MiB of L2 a core): 14.2 ms a step against 17.4,
+// 15.1 and 17.4; each unit walking all N images in turn took 28.3 ms.
+// The order of each unit's sums is the same, so the bits are.
+const filterChunkBytes = 128 << 10
 
 // validRange returns the output positions [a, b) of one dimension whose
 // tap k (stride s, padding before pad) reads inside [0, in).
@@ -316,13 +330,14 @@ func validRange(out, in, s, pad, k int) (a, b int) {
 	return a, max(a, b)
 }
 
-// filterUnitRun computes one unit of the filter gradient into dfilter.
-func filterUnitRun(dfilter, x, dy []float32, g ConvGeom, f int, u filterUnit) {
+// filterUnitRun adds images [n0, n1) to one unit of the filter gradient
+// in dfilter (sets it from image 0).
+func filterUnitRun(dfilter, x, dy []float32, g ConvGeom, f int, u filterUnit, n0, n1 int) {
 	oh0, oh1 := validRange(g.OH, g.H, g.SH, g.PadTop, u.kh)
 	ow0, ow1 := validRange(g.OW, g.W, g.SW, g.PadLeft, u.kw)
 	dst := dfilter[((u.kh*g.KW+u.kw)*g.C+u.c0)*f+u.f0:]
 	if oh0 == oh1 || ow0 == ow1 {
-		for c := 0; c < u.cb; c++ {
+		for c := 0; c < u.cb && n0 == 0; c++ {
 			clear(dst[c*f : c*f+16*u.v])
 		}
 		return
@@ -330,7 +345,7 @@ func filterUnitRun(dfilter, x, dy []float32, g ConvGeom, f int, u filterUnit) {
 	tile := filtTiles[u.v-1][u.ci]
 	img, out := g.H*g.W*g.C, g.OH*g.OW*f
 	ih, iw := oh0*g.SH-g.PadTop+u.kh, ow0*g.SW-g.PadLeft+u.kw
-	for n := 0; n < g.N; n++ {
+	for n := n0; n < n1; n++ {
 		xs := x[n*img+(ih*g.W+iw)*g.C+u.c0:]
 		ds := dy[n*out+(oh0*g.OW+ow0)*f+u.f0:]
 		tile(&dst[0], &xs[0], &ds[0], oh1-oh0, ow1-ow0, g.SW*g.C*4, g.SH*g.W*g.C*4, f*4, g.OW*f*4, f, n > 0)

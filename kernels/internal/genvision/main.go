@@ -13,7 +13,8 @@
 //
 // filtTile512cCvV computes the filter gradient of one tap for C input
 // channels × 16·V filters, summing x·dy over a rectangle of output
-// positions with the C·V accumulators in registers.
+// positions with the C·V accumulators in registers (with V = 2, each
+// input value broadcast once into a register for both vectors).
 //
 // stemTile512rRpP computes the filter gradient of R window rows × P
 // (window column, input channel) pairs × 16 filters of a convolution with
@@ -97,8 +98,15 @@ func filtTile(cb, nv int) {
 		VMOVUPS(Mem{Base: dp, Disp: 64 * v}, b[v])
 	}
 	for c := 0; c < cb; c++ {
+		if nv == 1 {
+			VFMADD231PS_BCST(Mem{Base: xp, Disp: 4 * c}, b[0], acc[c][0])
+			continue
+		}
+		// one broadcast for both vectors of filters: half the loads
+		s := []reg.VecPhysical{reg.Z24, reg.Z25, reg.Z26, reg.Z27}[c%4]
+		VBROADCASTSS(Mem{Base: xp, Disp: 4 * c}, s)
 		for v := 0; v < nv; v++ {
-			VFMADD231PS_BCST(Mem{Base: xp, Disp: 4 * c}, b[v], acc[c][v])
+			VFMADD231PS(s, b[v], acc[c][v])
 		}
 	}
 	ADDQ(xcol, xp)
