@@ -280,7 +280,7 @@ func conv2DFilter[T Float](p *Pool, fn string, dfilter, x, dy, work []T, g ConvG
 		clear(dfilter)
 		return dfilter
 	}
-	if (algo == ConvDirect || algo == ConvAuto) && convFilterStem(p, dfilter, x, dy, work, g, f, bf16) { // float32, 1-3 channels (vision_stem.go)
+	if (algo == ConvDirect || algo == ConvAuto) && convFilterStem(p, dfilter, x, dy, work, g, f, bf16) { // float32, channels not a multiple of 4: a stem (vision_stem.go)
 		return dfilter
 	}
 	if algo != ConvIm2col && convFilterDirect(p, dfilter, x, dy, g, f, bf16, algo == ConvDirect) { // float32, few channels (vision_direct.go)
