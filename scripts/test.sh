@@ -118,6 +118,12 @@ if ! git diff --quiet -- kernels/ 2>/dev/null; then
   exit 1
 fi
 
+# The kernels are chosen by measurement (the default): every test process
+# of this run shares one choices file made afresh, so the run starts from
+# no choices, leaves the user's file alone, and its processes take one
+# choice per shape (they measure under the file's lock).
+export HEADROOM_KERNEL_CACHE=${HEADROOM_KERNEL_CACHE:-$(mktemp -d)/kernel-choices.tsv}
+
 step "unit tests"
 # the ONNX tests must run the exports in onnxruntime, not skip
 export HEADROOM_REQUIRE_NODE=1

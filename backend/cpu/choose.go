@@ -28,20 +28,25 @@ import (
 // holds (the larger of the candidates'), so planned == measured whatever
 // is chosen.
 //
-//   - "rule" (the default): the built-in rules of thumb (kernels.ConvAuto,
-//     kernels.MatMulPacked). Two runs of one command give the same bits on
-//     any machine.
-//   - "measure": each convolution and matrix product shape in a program is
-//     timed once, before step 1, with every algorithm that can run it, on
-//     the program's own buffers, and the fastest kept. Choices are kept in
-//     a file per machine (the CPU model, the threads and the shape are its
-//     key), so a second run of the same plan times nothing, and a run given
-//     a file picks what the file says: copy the file to pin the choices on
-//     every machine of that CPU model. A line timed without a candidate
-//     that is offered now (written before the candidate existed) is
-//     measured again (current). Like cudnn.benchmark in PyTorch,
-//     this is not the default, because a shape measured afresh on a noisy
-//     machine may pick another algorithm and so other last bits.
+//   - "measure" (the default): each convolution and matrix product shape
+//     in a program is timed once, before step 1, with every algorithm that
+//     can run it, on the program's own buffers, and the fastest kept.
+//     Choices are kept in a file per machine (the CPU model, the threads
+//     and the shape are its key), so a second run of the same plan times
+//     nothing, and a run given a file picks what the file says: copy the
+//     file to pin the choices on every machine of that CPU model.
+//     Processes sharing the file take one choice per shape: a process
+//     measures under the file's lock, after reading what others wrote
+//     (merge). A line timed without a candidate that is offered now
+//     (written before the candidate existed) is measured again (current).
+//     As XLA's autotuning on GPUs, and unlike PyTorch's cudnn.benchmark,
+//     this is the default: the rules of thumb were measured on one CPU,
+//     and the machine a job lands on is rarely chosen. The price is that
+//     two machines of one model with different files may pick different
+//     algorithms, and so other last bits (so may two thread counts).
+//   - "rule": the built-in rules of thumb (kernels.ConvAuto,
+//     kernels.MatMulPacked), nothing timed. Two runs of one command give
+//     the same bits on any machine, at any thread count.
 //   - "direct", "im2col" or "winograd": that convolution algorithm
 //     wherever it can run, matrix products by the rule; "packed1", "tiles"
 //     or "tiles1": that matrix product algorithm wherever it can run,
@@ -67,11 +72,15 @@ type Choices struct {
 	file     string             // measure: the choices' file ("": kept in memory only)
 	cpu      string             // the CPU model, the key's first part
 
-	mu     sync.Mutex
-	loaded bool
-	table  map[string]choice // by key: what the file holds and what was measured
-	spent  time.Duration     // measuring, over every program bound
-	timed  int               // shapes measured
+	measuring sync.Mutex // held while a program's shapes are timed: one at a time
+
+	mu      sync.Mutex
+	loaded  bool
+	table   map[string]choice // by key: what the file holds and what was measured
+	used    map[string]bool   // keys a bound product took: their choice stays for the process
+	spent   time.Duration     // measuring, over every program bound
+	timed   int               // shapes measured
+	fileErr error             // the last failure to open or write the file
 }
 
 // choice is one line of the file.
@@ -85,11 +94,11 @@ type choice struct {
 // measured choices' file ("" keeps them in memory); without winograd,
 // Winograd is never picked.
 func NewChoices(mode, file string, winograd bool) (*Choices, error) {
-	c := &Choices{mode: mode, file: file, cpu: cpuModel(), table: map[string]choice{}, winograd: winograd}
+	c := &Choices{mode: mode, file: file, cpu: cpuModel(), table: map[string]choice{}, used: map[string]bool{}, winograd: winograd}
 	switch mode {
-	case "", "rule":
-		c.mode = "rule"
-	case "measure":
+	case "", "measure":
+		c.mode = "measure"
+	case "rule":
 	case "direct", "im2col", "winograd":
 		c.force, _ = kernels.ParseConvAlgo(mode)
 	case "packed1", "tiles", "tiles1":
@@ -240,8 +249,12 @@ func lookup[A fmt.Stringer](c *Choices, b *Bound, key string, algos []A, run, se
 	}
 	c.mu.Lock()
 	got, ok := c.table[key]
+	i, cur := current(got, names)
+	if ok && cur {
+		c.used[key] = true
+	}
 	c.mu.Unlock()
-	if i, cur := current(got, names); ok && cur {
+	if ok && cur {
 		set(i)
 		return nil
 	}
@@ -287,7 +300,25 @@ func (c *Choices) measure(p *compile.Program, todo []*pending) error {
 	if len(todo) == 0 {
 		return nil
 	}
+	c.measuring.Lock()
+	defer c.measuring.Unlock()
 	start := time.Now()
+	defer func() {
+		c.mu.Lock()
+		c.spent += time.Since(start)
+		c.mu.Unlock()
+	}()
+	if c.file != "" {
+		// Another process sharing the file (a rank on this node, a job
+		// started at the same time, the run before this one) may have
+		// timed these shapes since the file was read: under the file's
+		// lock, what it wrote is read first and kept, so every process
+		// sharing a file takes one choice per shape.
+		defer lockChoices(c.file, choicesLockWait)()
+		if err := c.merge(); err != nil {
+			return err
+		}
+	}
 	added := 0
 	for _, t := range todo {
 		it := t.b.Instr
@@ -295,7 +326,7 @@ func (c *Choices) measure(p *compile.Program, todo []*pending) error {
 			continue
 		}
 		c.mu.Lock()
-		got, ok := c.table[t.key] // another program of this run may have timed the shape
+		got, ok := c.table[t.key] // another program or process may have timed the shape
 		c.mu.Unlock()
 		i, cur := current(got, t.names)
 		if !ok || !cur {
@@ -306,15 +337,76 @@ func (c *Choices) measure(p *compile.Program, todo []*pending) error {
 			c.mu.Unlock()
 			added++
 		}
+		c.mu.Lock()
+		c.used[t.key] = true
+		c.mu.Unlock()
 		t.set(i)
 	}
-	c.mu.Lock()
-	c.spent += time.Since(start)
-	c.mu.Unlock()
 	if added == 0 || c.file == "" {
 		return nil
 	}
-	return c.save()
+	// A file that cannot be written (a read-only home) costs the next run
+	// the measuring again, not this run: the error is kept for its report
+	// (FileErr).
+	if err := c.save(); err != nil {
+		c.mu.Lock()
+		c.fileErr = err
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// choicesLockWait bounds the wait for another process's measuring: past
+// it, this process measures without the lock.
+const choicesLockWait = 2 * time.Minute
+
+// FileErr returns the last failure to open or write the choices file
+// (nil when the file was read and every measured choice saved): the run
+// went on with the choices in memory.
+func (c *Choices) FileErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fileErr
+}
+
+// merge reads the file again and takes its lines for every key no bound
+// product of this process has taken yet.
+func (c *Choices) merge() error {
+	table, err := c.read()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range table {
+		if !c.used[k] {
+			c.table[k] = v
+		}
+	}
+	return nil
+}
+
+// read returns the file's choices (none for a missing file). A file that
+// cannot be opened (a home without access) reads as an empty one, the
+// error kept for the run's report; a file that is not a choices file is
+// an error naming its line.
+func (c *Choices) read() (map[string]choice, error) {
+	f, err := os.Open(c.file)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		c.mu.Lock()
+		c.fileErr = fmt.Errorf("kernel choices: %w", err)
+		c.mu.Unlock()
+		return nil, nil
+	}
+	defer f.Close()
+	table, err := parseChoices(f)
+	if err != nil {
+		return nil, fmt.Errorf("kernel choices %s: %w (remove the file to measure afresh)", c.file, err)
+	}
+	return table, nil
 }
 
 // temporary reports whether buffer id of p is an arena temporary.
@@ -357,25 +449,21 @@ const (
 // one).
 func (c *Choices) load() error {
 	c.mu.Lock()
+	done := c.loaded || c.file == "" || c.mode != "measure"
+	c.mu.Unlock()
+	if done {
+		return nil
+	}
+	table, err := c.read()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.loaded || c.file == "" || c.mode != "measure" {
-		return nil
-	}
-	f, err := os.Open(c.file)
-	if os.IsNotExist(err) {
-		c.loaded = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("kernel choices: %w", err)
-	}
-	defer f.Close()
-	table, err := parseChoices(f)
-	if err != nil {
-		return fmt.Errorf("kernel choices %s: %w (remove the file to measure afresh)", c.file, err)
-	}
 	for k, v := range table {
-		c.table[k] = v
+		if !c.used[k] {
+			c.table[k] = v
+		}
 	}
 	c.loaded = true
 	return nil

@@ -198,3 +198,108 @@ func TestChoicesMatMul(t *testing.T) {
 		t.Errorf("kept packed1: pending %v, algorithm %v", p, algo)
 	}
 }
+
+// TestChoicesShared checks that processes sharing a choices file take one
+// choice per shape: a process that read the file before another measured
+// a shape takes the other's choice instead of timing it (merge), and
+// processes measuring the same shapes at once time each shape once (the
+// file's lock). Each Choices stands for a process: its own table, its
+// own descriptor on the lock file. It also checks that a file that
+// cannot be written leaves the choices measured and the error kept.
+func TestChoicesShared(t *testing.T) {
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	p := &compile.Program{Plan: &compile.Plan{Buffers: []compile.Buffer{{Kind: compile.KindArena}}}}
+	b := &Bound{Instr: &compile.Instr{Op: graph.OpMatMul, Out: 0, Work: -1}, pool: pool}
+	shapes := [][3]int{{32, 64, 16}, {32, 128, 16}, {8, 64, 64}}
+	// todo returns c's pending measurements of the shapes, the algorithm
+	// each product took written to got[i], and counts its candidates' runs
+	todo := func(c *Choices, got []kernels.MatMulAlgo, runs *int) []*pending {
+		var out []*pending
+		for i, s := range shapes {
+			pd := c.pickMatMul(b, s[0], s[1], s[2], false, false, &got[i], func(kernels.MatMulAlgo) { *runs++ })
+			if pd != nil {
+				out = append(out, pd)
+			}
+		}
+		return out
+	}
+	file := filepath.Join(t.TempDir(), "choices.tsv")
+	first, _ := NewChoices("measure", file, true)
+	late, _ := NewChoices("measure", file, true)
+	if err := late.load(); err != nil { // read before the first process measured
+		t.Fatal(err)
+	}
+	got1, got2 := make([]kernels.MatMulAlgo, len(shapes)), make([]kernels.MatMulAlgo, len(shapes))
+	var runs1, runs2 int
+	if err := first.measure(p, todo(first, got1, &runs1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, timed := first.Spent(); timed != len(shapes) || runs1 == 0 {
+		t.Fatalf("first process timed %d shapes (%d runs), want %d", timed, runs1, len(shapes))
+	}
+	// the late process's table is older than the file: it must take the
+	// file's lines, not time the shapes again
+	pend := todo(late, got2, &runs2)
+	if len(pend) != len(shapes) {
+		t.Fatalf("late process: %d pending, want %d (it read the file before the shapes were timed)", len(pend), len(shapes))
+	}
+	if err := late.measure(p, pend); err != nil {
+		t.Fatal(err)
+	}
+	if _, timed := late.Spent(); timed != 0 || runs2 != 0 || !slices.Equal(got1, got2) {
+		t.Errorf("late process timed %d shapes (%d runs) and took %v; want none timed and %v", timed, runs2, got2, got1)
+	}
+
+	// processes measuring the same shapes at once: one times them, the
+	// others wait on the lock and read its lines
+	file = filepath.Join(t.TempDir(), "choices.tsv")
+	const procs = 4
+	cs := make([]*Choices, procs)
+	gots := make([][]kernels.MatMulAlgo, procs)
+	runs := make([]int, procs)
+	pends := make([][]*pending, procs)
+	for i := range cs {
+		cs[i], _ = NewChoices("measure", file, true)
+		if err := cs[i].load(); err != nil {
+			t.Fatal(err)
+		}
+		gots[i] = make([]kernels.MatMulAlgo, len(shapes))
+		pends[i] = todo(cs[i], gots[i], &runs[i])
+	}
+	errs := make(chan error, procs)
+	for i := range cs {
+		go func() { errs <- cs[i].measure(p, pends[i]) }()
+	}
+	for range cs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for i := range cs {
+		_, timed := cs[i].Spent()
+		total += timed
+		if !slices.Equal(gots[i], gots[0]) {
+			t.Errorf("process %d took %v, process 0 %v", i, gots[i], gots[0])
+		}
+	}
+	if total != len(shapes) {
+		t.Errorf("%d shapes timed over %d processes, want %d (each once)", total, procs, len(shapes))
+	}
+
+	// a file that cannot be written: the run goes on, the error is kept
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "not-a-dir"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro, _ := NewChoices("measure", filepath.Join(dir, "not-a-dir", "choices.tsv"), true)
+	got := make([]kernels.MatMulAlgo, len(shapes))
+	var n int
+	if err := ro.measure(p, todo(ro, got, &n)); err != nil {
+		t.Fatalf("unwritable file: %v, want the run to go on", err)
+	}
+	if _, timed := ro.Spent(); timed != len(shapes) || ro.FileErr() == nil {
+		t.Errorf("unwritable file: %d shapes timed, save error %v; want %d and an error", timed, ro.FileErr(), len(shapes))
+	}
+}

@@ -19,8 +19,9 @@ import (
 // with convolutions) with planned == measured and the
 // rule's losses (within float32 rounding through 4 steps of Adam); a
 // measured run writes its choices, and a second run of the same plan reads
-// them and times nothing; a damaged choices file is refused before step 1,
-// naming the file and line.
+// them and times nothing, as does a run with HEADROOM_KERNELS unset (measure
+// is the default); a damaged choices file is refused before step 1,
+// naming the file and line; one that cannot be written costs a warning.
 func TestKernelChoices(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds headroom and trains 10 short runs")
@@ -42,6 +43,25 @@ func TestKernelChoices(t *testing.T) {
 	}
 	if r["kernel_shapes_timed"] != "0" {
 		t.Errorf("a run of a plan already measured timed %s shapes, want 0", r["kernel_shapes_timed"])
+	}
+	// measuring is the default: with HEADROOM_KERNELS unset the run reads
+	// the same file
+	if r, msg := train("unet", ""); r == nil || r["kernels"] != "measure" || r["kernel_shapes_timed"] != "0" {
+		t.Errorf("HEADROOM_KERNELS unset: %v %s; want kernels=measure and 0 shapes timed", r, msg)
+	}
+	// a choices file that cannot be written: the run trains, says so, and
+	// keeps its choices in memory
+	blocked := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "train", "--model", "cnn", "--dataset", "synthetic", "--epochs", "1", "--max-steps", "2",
+		"--batch", "32", "--threads", "2")
+	cmd.Env = append(os.Environ(), "HEADROOM_KERNELS=", "HEADROOM_KERNEL_CACHE="+filepath.Join(blocked, "choices.tsv"))
+	out, err := cmd.CombinedOutput()
+	if res := string(out); err != nil || !strings.Contains(res, "warning: the kernel choices file could not be read or written") ||
+		!strings.Contains(res, blocked) || !strings.Contains(res, "kernels=measure") {
+		t.Errorf("an unwritable choices file: %v\n%s\nwant a run with a warning naming %s", err, res, blocked)
 	}
 	b, err := os.ReadFile(cache)
 	if err != nil {

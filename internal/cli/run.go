@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/headroom-ml/headroom/backend/cpu"
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/dist"
 	"github.com/headroom-ml/headroom/mem"
@@ -156,6 +157,9 @@ func (r *trainRun) report(t *train.Trainer, h *train.History) error {
 	if len(h.Growth) > 0 {
 		fmt.Fprintf(r.out, "warning: the ledger grew by %d B after the first epoch; largest growth: %s (%s) +%d B\n",
 			h.LedgerGrowth, h.Growth[0].Owner, h.Growth[0].Category, h.Growth[0].Bytes)
+	}
+	if c, err := cpu.ChoicesFromEnv(); err == nil && c.FileErr() != nil {
+		fmt.Fprintf(r.out, "warning: the kernel choices file could not be read or written, so the next run measures again: %v\n", c.FileErr())
 	}
 	res, err := r.result(t, h)
 	if err != nil {
