@@ -123,3 +123,70 @@ func TestPackedWeights(t *testing.T) {
 		})
 	}
 }
+
+// TestMeasureBeforeFirstRun checks that choices are timed before step 1
+// only: a program loaded on a backend before any of its programs ran has
+// its products timed; one loaded after (a re-plan in the middle of a run)
+// times nothing and runs by the rule; a new backend with the same choices
+// times it.
+func TestMeasureBeforeFirstRun(t *testing.T) {
+	c, err := cpu.NewChoices("measure", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	product := func(host *cpu.Target, m int) func() (*graph.Graph, compile.Options) {
+		return func() (*graph.Graph, compile.Options) {
+			g := graph.New()
+			x := g.Input("x", tensor.Float32, tensor.Shape{m, 64})
+			u := g.Param("u", tensor.Float32, tensor.Shape{64, 128})
+			return g, compile.Options{Target: host, Outputs: []compile.Output{{Name: "y", Node: graph.Relu(graph.MatMul(x, u))}}}
+		}
+	}
+	load := func(host *cpu.Target, e *runtime.Engine, m int) *runtime.Executable {
+		t.Helper()
+		p, err := compile.Build(product(host, m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := e.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ex
+	}
+	host := cpu.New(2)
+	defer host.Close()
+	host.SetChoices(c)
+	e := runtime.NewEngine(host, 0)
+	defer e.Close()
+	first := load(host, e, 32)
+	defer first.Close()
+	if _, timed := c.Spent(); timed != 1 {
+		t.Fatalf("before a run: %d shapes timed, want 1", timed)
+	}
+	if err := first.Run(); err != nil {
+		t.Fatal(err)
+	}
+	later := load(host, e, 48)
+	defer later.Close()
+	if _, timed := c.Spent(); timed != 1 {
+		t.Errorf("a program loaded after a run timed %d shapes, want none", timed-1)
+	}
+	names, err := later.RunTimed(make([]time.Duration, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names[0] != kernels.MatMulPacked.String() {
+		t.Errorf("the product loaded after a run ran %q, want the rule's %q", names[0], kernels.MatMulPacked)
+	}
+	fresh := cpu.New(2)
+	defer fresh.Close()
+	fresh.SetChoices(c)
+	e2 := runtime.NewEngine(fresh, 0)
+	defer e2.Close()
+	again := load(fresh, e2, 48)
+	defer again.Close()
+	if _, timed := c.Spent(); timed != 2 {
+		t.Errorf("a new backend's first program timed %d new shapes, want 1", timed-1)
+	}
+}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/headroom-ml/headroom/kernels"
@@ -13,12 +14,16 @@ type program struct {
 	bound   []Bound
 	pool    *kernels.Pool    // the backend's: the kernels' threads
 	scratch *kernels.Scratch // the engine's scratch: the products' packing buffers
+	ran     *atomic.Bool     // the backend's: set when a program of it runs
 }
 
 // Run executes every instruction in order, each through the kernel bound
 // to it, with the engine's scratch as the products' packing buffers. It
 // allocates nothing unless a step fails on bad data.
 func (p *program) Run() error {
+	if !p.ran.Load() {
+		p.ran.Store(true)
+	}
 	if p.scratch != nil {
 		p.pool.SetScratch(p.scratch) // the engine's: another may have run on the pool
 	}
@@ -40,6 +45,9 @@ func (p *program) Run() error {
 func (p *program) RunTimed(d []time.Duration) error {
 	if len(d) != len(p.bound) {
 		return fmt.Errorf("cpu: RunTimed of %q: %d durations for %d instructions", p.name, len(d), len(p.bound))
+	}
+	if !p.ran.Load() {
+		p.ran.Store(true)
 	}
 	if p.scratch != nil {
 		p.pool.SetScratch(p.scratch)

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
@@ -26,6 +27,7 @@ type Target struct {
 	once    sync.Once
 	pool    *kernels.Pool // made when a program is first bound
 	choices *Choices      // nil: ChoicesFromEnv
+	ran     atomic.Bool   // a program bound here has run: nothing more is timed
 }
 
 var _ runtime.Backend = (*Target)(nil)
@@ -158,7 +160,7 @@ func (t *Target) BindHost(p *compile.Program, bufs []runtime.Span, scratch runti
 		return nil, err
 	}
 	pool, threads := t.Pool(), t.threads
-	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs)), pool: pool}
+	r := &program{name: p.Name, bound: make([]Bound, len(p.Instrs)), pool: pool, ran: &t.ran}
 	// the packing area of the shared weights is the scratch's tail, where
 	// the scratch has room for it (Scratch reserved it)
 	sb := scratch.Bytes()
@@ -193,7 +195,13 @@ func (t *Target) BindHost(p *compile.Program, bufs []runtime.Span, scratch runti
 		}
 	}
 	link(r.bound)
-	if len(todo) > 0 {
+	// Choices are made before step 1. A program bound after one of this
+	// backend's has run is a re-plan in the middle of a run (the live
+	// budget's shrink, a step retried in pieces), which must answer in
+	// milliseconds, not wait on another process's lock and time its
+	// shapes: a shape neither the table nor the file had keeps the rule
+	// (pick set it), and the next run that binds it first times it.
+	if len(todo) > 0 && !t.ran.Load() {
 		if r.scratch != nil {
 			pool.SetScratch(r.scratch)
 		}

@@ -53,7 +53,8 @@ func neighbour(spec string) int {
 // process's own 32 MiB), and a second process in the same cgroup grows to
 // half the plan's peak at 50 MiB/s, holds it, and exits. headroom follows
 // the limit: it shrinks the step (more micro-batches) before the kernel
-// acts, grows back after the neighbour leaves, and exits 0; the neighbour
+// acts, grows back after the neighbour leaves (withNeighbour: the
+// neighbour holds for a fifth of the undisturbed run), and exits 0; the neighbour
 // lives; the cgroup counts no OOM kill; the final loss and the test
 // accuracy stay close to the same run's undisturbed (see below for how
 // close, and why not bit for bit).
@@ -62,7 +63,7 @@ func TestNeighbourGrows(t *testing.T) {
 	free := headroom(t, neighbourArgs...)
 	res := trained(t, free)
 	planned := bytesField(t, free, res, "planned_peak_bytes")
-	r, nbErr, kills := withNeighbour(t, planned, 50<<20)
+	r, nbErr, kills := withNeighbour(t, planned, 50<<20, floatField(t, free, res, "train_s"))
 	if nbErr != nil {
 		t.Errorf("the neighbour did not end well: %v", nbErr)
 	}
@@ -102,10 +103,15 @@ var neighbourArgs = []string{"train", "--model", "cnn", "--dataset", "fashion-mn
 // withNeighbour runs neighbourArgs in a memory cgroup of 1.3x what they
 // need (planned bytes plus the process's own) beside a neighbour that,
 // a second after headroom holds 90% of its plan, grows to half of planned
-// at rate bytes a second, holds it for 6 s and exits. It returns the run, how the neighbour ended and the
-// cgroup's OOM kills.
-func withNeighbour(t *testing.T, planned, rate int64) (*run, error, int) {
+// at rate bytes a second, holds it and exits. It holds for a fifth of
+// the undisturbed run's training seconds (trainS), between 1 and 6 s: the
+// run must outlive it by the live budget's settling time (2 s) to grow
+// back, and a faster build (kernels chosen by measurement train the cnn's
+// epoch in 11.6 s on a Zen 5) left a fixed 6 s no time to. It returns the
+// run, how the neighbour ended and the cgroup's OOM kills.
+func withNeighbour(t *testing.T, planned, rate int64, trainS float64) (*run, error, int) {
 	t.Helper()
+	hold := min(max(int64(trainS*1000/5), 1000), 6000)
 	limit := (planned + processOwn) * 13 / 10 &^ (1<<20 - 1)
 	grow := planned / 2
 	cg := testutil.NewMemoryCgroup(t, limit)
@@ -128,7 +134,7 @@ func withNeighbour(t *testing.T, planned, rate int64) (*run, error, int) {
 		}
 	}
 	nb := cg.Command(os.Args[0])
-	nb.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", neighbourEnv, grow, rate, 1000, 6000))
+	nb.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %d %d", neighbourEnv, grow, rate, 1000, hold))
 	var nbOut strings.Builder
 	nb.Stdout, nb.Stderr = &nbOut, &nbOut
 	if err := nb.Start(); err != nil {
@@ -165,7 +171,8 @@ func TestNeighbourRates(t *testing.T) {
 	}
 	fashionMNIST(t)
 	free := headroom(t, neighbourArgs...)
-	planned := bytesField(t, free, trained(t, free), "planned_peak_bytes")
+	res := trained(t, free)
+	planned := bytesField(t, free, res, "planned_peak_bytes")
 	var table []string
 	for _, f := range strings.Split(rates, ",") {
 		mib, err := strconv.Atoi(strings.TrimSpace(f))
@@ -174,7 +181,7 @@ func TestNeighbourRates(t *testing.T) {
 		}
 		var line string
 		t.Run(fmt.Sprintf("%dMiBps", mib), func(t *testing.T) {
-			r, nbErr, kills := withNeighbour(t, planned, int64(mib)<<20)
+			r, nbErr, kills := withNeighbour(t, planned, int64(mib)<<20, floatField(t, free, res, "train_s"))
 			line = fmt.Sprintf("%5d MiB/s: headroom status %d, neighbour %v, OOM kills %d", mib, r.status, nbErr, kills)
 		})
 		table = append(table, line)
@@ -214,7 +221,8 @@ func TestLimitLowered(t *testing.T) {
 	fashionMNIST(t)
 	args := []string{"train", "--model", "cnn", "--dataset", "fashion-mnist", "--batch", "512", "--epochs", "1", "--threads", "2", "--seed", "1", "--max-steps", "60"}
 	free := headroom(t, args...)
-	planned := bytesField(t, free, trained(t, free), "planned_peak_bytes")
+	res := trained(t, free)
+	planned := bytesField(t, free, res, "planned_peak_bytes")
 	cg := testutil.NewMemoryCgroup(t, (planned+processOwn)*13/10&^(1<<20-1))
 	lowered := planned * 7 / 10 &^ (1<<20 - 1)
 	p := start(t, cg.Command(bin, args...), args)
