@@ -81,6 +81,59 @@ func TestKernelChoices(t *testing.T) {
 	}
 }
 
+// Two processes started together with one fresh choices file (ranks on
+// one node, jobs started at once) take one choice per shape: between them
+// they time each shape of the file once (one waits on the file's lock
+// while the other measures, then reads its lines), and, the same run on
+// the same choices, they end on the same loss to the last digit.
+func TestKernelChoicesShared(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds headroom and trains two short runs at once")
+	}
+	bin := buildHeadroom(t)
+	cache := filepath.Join(t.TempDir(), "choices.tsv")
+	type out struct {
+		r   map[string]string
+		msg string
+	}
+	done := make(chan out, 2)
+	for range 2 {
+		go func() {
+			cmd := exec.Command(bin, "train", "--model", "cnn", "--dataset", "synthetic", "--epochs", "1", "--max-steps", "4",
+				"--batch", "32", "--threads", "2", "--quiet", "--seed", "3")
+			cmd.Env = append(os.Environ(), "HEADROOM_KERNELS=", "HEADROOM_KERNEL_CACHE="+cache)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				done <- out{msg: stderr.String() + err.Error()}
+				return
+			}
+			done <- out{msg: stdout.String()}
+		}()
+	}
+	var rs []map[string]string
+	for range 2 {
+		o := <-done
+		if !strings.Contains(o.msg, "RESULT") {
+			t.Fatalf("a run failed: %s", o.msg)
+		}
+		rs = append(rs, result(t, o.msg))
+	}
+	b, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(string(b), "\n") - 1 // less the header
+	a, _ := strconv.Atoi(rs[0]["kernel_shapes_timed"])
+	c, _ := strconv.Atoi(rs[1]["kernel_shapes_timed"])
+	if lines < 5 || a+c != lines {
+		t.Errorf("the two runs timed %d and %d shapes; the file has %d: want each shape timed once", a, c, lines)
+	}
+	if rs[0]["final_loss"] != rs[1]["final_loss"] {
+		t.Errorf("final losses %s and %s: want the same bits from the same choices", rs[0]["final_loss"], rs[1]["final_loss"])
+	}
+}
+
 // kernelRun returns a function that trains model for 4 steps at batch 32
 // on 2 threads with HEADROOM_KERNELS=mode and the choices file cache,
 // writing an --instr-profile table to profile, and returns its RESULT
