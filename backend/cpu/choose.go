@@ -39,6 +39,9 @@ import (
 //     measures under the file's lock, after reading what others wrote
 //     (merge). A line timed without a candidate that is offered now
 //     (written before the candidate existed) is measured again (current).
+//     Shapes are timed before a program of the backend has run, within
+//     MeasureBudget a process; the others keep the rule, for a later run
+//     to time.
 //     As XLA's autotuning on GPUs, and unlike PyTorch's cudnn.benchmark,
 //     this is the default: the rules of thumb were measured on one CPU,
 //     and the machine a job lands on is rarely chosen. The price is that
@@ -74,13 +77,15 @@ type Choices struct {
 
 	measuring sync.Mutex // held while a program's shapes are timed: one at a time
 
-	mu      sync.Mutex
-	loaded  bool
-	table   map[string]choice // by key: what the file holds and what was measured
-	used    map[string]bool   // keys a bound product took: their choice stays for the process
-	spent   time.Duration     // measuring, over every program bound
-	timed   int               // shapes measured
-	fileErr error             // the last failure to open or write the file
+	mu       sync.Mutex
+	loaded   bool
+	table    map[string]choice // by key: what the file holds and what was measured
+	used     map[string]bool   // keys a bound product took: their choice stays for the process
+	spent    time.Duration     // measuring, over every program bound
+	budget   time.Duration     // the most spent measuring in one process (MeasureBudget)
+	timed    int               // shapes measured
+	deferred int               // shapes left to the rule once the budget was spent
+	fileErr  error             // the last failure to open or write the file
 }
 
 // choice is one line of the file.
@@ -94,7 +99,8 @@ type choice struct {
 // measured choices' file ("" keeps them in memory); without winograd,
 // Winograd is never picked.
 func NewChoices(mode, file string, winograd bool) (*Choices, error) {
-	c := &Choices{mode: mode, file: file, cpu: cpuModel(), table: map[string]choice{}, used: map[string]bool{}, winograd: winograd}
+	c := &Choices{mode: mode, file: file, cpu: cpuModel(), table: map[string]choice{}, used: map[string]bool{}, winograd: winograd,
+		budget: MeasureBudget}
 	switch mode {
 	case "", "measure":
 		c.mode = "measure"
@@ -329,6 +335,14 @@ func (c *Choices) measure(p *compile.Program, todo []*pending) error {
 		got, ok := c.table[t.key] // another program or process may have timed the shape
 		c.mu.Unlock()
 		i, cur := current(got, t.names)
+		if (!ok || !cur) && c.spentSoFar(start) >= c.budget {
+			// past the budget a shape keeps the rule, unrecorded: the
+			// next run that binds it times it
+			c.mu.Lock()
+			c.deferred++
+			c.mu.Unlock()
+			continue
+		}
 		if !ok || !cur {
 			got, i = timeAlgos(t)
 			c.mu.Lock()
@@ -354,6 +368,39 @@ func (c *Choices) measure(p *compile.Program, todo []*pending) error {
 		c.mu.Unlock()
 	}
 	return nil
+}
+
+// MeasureBudget bounds the time one process spends measuring (waiting
+// on another's lock included): a model of many large shapes spreads its
+// timing over its first runs instead of holding the first one for
+// minutes.
+const MeasureBudget = 30 * time.Second
+
+// spentSoFar returns the time spent measuring before this program's
+// measuring began at start, plus since.
+func (c *Choices) spentSoFar(start time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spent + time.Since(start)
+}
+
+// File returns the choices file ("": none, kept in memory).
+func (c *Choices) File() string { return c.file }
+
+// Deferred returns how many shapes kept the rule because the measuring
+// budget was spent (a later run times them).
+func (c *Choices) Deferred() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deferred
+}
+
+// Read returns how many shapes this process took from the file or from
+// another of its programs without timing them.
+func (c *Choices) Read() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.used) - c.timed
 }
 
 // choicesLockWait bounds the wait for another process's measuring: past

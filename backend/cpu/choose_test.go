@@ -288,6 +288,27 @@ func TestChoicesShared(t *testing.T) {
 		t.Errorf("%d shapes timed over %d processes, want %d (each once)", total, procs, len(shapes))
 	}
 
+	// past the measuring budget, shapes keep the rule, unrecorded, and
+	// are counted; the next process times them
+	file = filepath.Join(t.TempDir(), "choices.tsv")
+	spent, _ := NewChoices("measure", file, true)
+	spent.budget = 0
+	gotB := make([]kernels.MatMulAlgo, len(shapes))
+	var runsB int
+	if err := spent.measure(p, todo(spent, gotB, &runsB)); err != nil {
+		t.Fatal(err)
+	}
+	if _, timed := spent.Spent(); timed != 0 || runsB != 0 || spent.Deferred() != len(shapes) || len(spent.Table()) != 0 {
+		t.Errorf("budget spent: %d timed (%d runs), %d deferred, table %q; want 0, %d and none", timed, runsB, spent.Deferred(), spent.Table(), len(shapes))
+	}
+	next, _ := NewChoices("measure", file, true)
+	if err := next.measure(p, todo(next, gotB, &runsB)); err != nil {
+		t.Fatal(err)
+	}
+	if _, timed := next.Spent(); timed != len(shapes) {
+		t.Errorf("the process after a spent budget timed %d shapes, want %d", timed, len(shapes))
+	}
+
 	// a file that cannot be written: the run goes on, the error is kept
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "not-a-dir"), nil, 0o644); err != nil {

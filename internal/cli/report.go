@@ -45,6 +45,19 @@ func (r *trainRun) printPlan(t *train.Trainer) {
 	if budget, source := o.planBudget(); budget > 0 {
 		fmt.Fprintf(w, "  budget %s (%s): %s to spare\n", mem.FormatBytes(budget), source, mem.FormatBytes(budget-t.Planned))
 	}
+	if c, err := cpu.ChoicesFromEnv(); err == nil && c.Mode() == "measure" {
+		spent, timed := c.Spent()
+		from := c.File()
+		if from == "" {
+			from = "memory (no choices file)"
+		}
+		fmt.Fprintf(w, "  kernels chosen by measurement (HEADROOM_KERNELS=rule times nothing): %d shapes timed in %.2f s, %d read from %s",
+			timed, spent.Seconds(), c.Read(), from)
+		if d := c.Deferred(); d > 0 {
+			fmt.Fprintf(w, "; %d left to the rule for a later run (the %v budget was spent)", d, cpu.MeasureBudget)
+		}
+		fmt.Fprintln(w)
+	}
 	if r.live != nil {
 		fmt.Fprintf(w, "  the budget follows the container's limit while training (read every %v: %s); a neighbour's growth or a lowered limit re-plans the step\n", train.DefaultLiveEvery, r.live.Describe())
 	}
@@ -112,7 +125,8 @@ func kernelFields() []any {
 		return nil
 	}
 	spent, timed := c.Spent()
-	return []any{"kernels", c.Mode(), "kernel_choice_s", fmt.Sprintf("%.3f", spent.Seconds()), "kernel_shapes_timed", timed}
+	return []any{"kernels", c.Mode(), "kernel_choice_s", fmt.Sprintf("%.3f", spent.Seconds()), "kernel_shapes_timed", timed,
+		"kernel_shapes_deferred", c.Deferred()}
 }
 
 // resultLine formats key, value pairs as a RESULT line: "RESULT k=v ...".
