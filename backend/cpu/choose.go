@@ -501,18 +501,12 @@ func (c *Choices) load() error {
 	if done {
 		return nil
 	}
-	table, err := c.read()
-	if err != nil {
+	if err := c.merge(); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, v := range table {
-		if !c.used[k] {
-			c.table[k] = v
-		}
-	}
 	c.loaded = true
+	c.mu.Unlock()
 	return nil
 }
 
