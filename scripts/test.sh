@@ -122,7 +122,11 @@ fi
 # of this run shares one choices file made afresh, so the run starts from
 # no choices, leaves the user's file alone, and its processes take one
 # choice per shape (they measure under the file's lock).
-export HEADROOM_KERNEL_CACHE=${HEADROOM_KERNEL_CACHE:-$(mktemp -d)/kernel-choices.tsv}
+if [ -z "${HEADROOM_KERNEL_CACHE:-}" ]; then
+  choices_dir=$(mktemp -d)
+  trap 'rm -rf "$choices_dir"' EXIT
+  export HEADROOM_KERNEL_CACHE=$choices_dir/kernel-choices.tsv
+fi
 
 step "unit tests"
 # the ONNX tests must run the exports in onnxruntime, not skip

@@ -154,11 +154,15 @@ func TestMeasureBeforeFirstRun(t *testing.T) {
 		}
 		return ex
 	}
-	host := cpu.New(2)
-	defer host.Close()
-	host.SetChoices(c)
-	e := runtime.NewEngine(host, 0)
-	defer e.Close()
+	// backend returns a new host backend with the choices c and its engine
+	backend := func() (*cpu.Target, *runtime.Engine) {
+		host := cpu.New(2)
+		host.SetChoices(c)
+		e := runtime.NewEngine(host, 0)
+		t.Cleanup(func() { e.Close(); host.Close() })
+		return host, e
+	}
+	host, e := backend()
 	first := load(host, e, 32)
 	defer first.Close()
 	if _, timed := c.Spent(); timed != 1 {
@@ -179,11 +183,7 @@ func TestMeasureBeforeFirstRun(t *testing.T) {
 	if names[0] != kernels.MatMulPacked.String() {
 		t.Errorf("the product loaded after a run ran %q, want the rule's %q", names[0], kernels.MatMulPacked)
 	}
-	fresh := cpu.New(2)
-	defer fresh.Close()
-	fresh.SetChoices(c)
-	e2 := runtime.NewEngine(fresh, 0)
-	defer e2.Close()
+	fresh, e2 := backend()
 	again := load(fresh, e2, 48)
 	defer again.Close()
 	if _, timed := c.Spent(); timed != 2 {

@@ -21,9 +21,7 @@ type program struct {
 // to it, with the engine's scratch as the products' packing buffers. It
 // allocates nothing unless a step fails on bad data.
 func (p *program) Run() error {
-	if !p.ran.Load() {
-		p.ran.Store(true)
-	}
+	p.started()
 	if p.scratch != nil {
 		p.pool.SetScratch(p.scratch) // the engine's: another may have run on the pool
 	}
@@ -40,15 +38,21 @@ func (p *program) Run() error {
 	return nil
 }
 
+// started marks the backend's measuring over: one of its programs runs
+// (Target.BindHost times nothing after).
+func (p *program) started() {
+	if !p.ran.Load() {
+		p.ran.Store(true)
+	}
+}
+
 // RunTimed runs the program as Run does and adds each instruction's time
 // to d[i] (len(d) == the instructions). It allocates nothing.
 func (p *program) RunTimed(d []time.Duration) error {
 	if len(d) != len(p.bound) {
 		return fmt.Errorf("cpu: RunTimed of %q: %d durations for %d instructions", p.name, len(d), len(p.bound))
 	}
-	if !p.ran.Load() {
-		p.ran.Store(true)
-	}
+	p.started()
 	if p.scratch != nil {
 		p.pool.SetScratch(p.scratch)
 	}
