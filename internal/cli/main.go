@@ -96,9 +96,13 @@ func exitStatus(err error) (int, string) {
 	var u *usageError
 	var st *stoppedError
 	var ex *exhaustedError
+	var sd *saidError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return exitOK, ""
+	case errors.As(err, &sd):
+		status, _ := exitStatus(sd.err)
+		return status, ""
 	case errors.As(err, &st):
 		return 128 + st.signal, st.msg
 	case errors.As(err, &ex):
@@ -119,6 +123,24 @@ func (e *usageError) Unwrap() error { return e.err }
 // usagef returns a usageError.
 func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// saidError is an error whose message has already been printed; its
+// exit status is its error's.
+type saidError struct{ err error }
+
+func (e *saidError) Error() string { return e.err.Error() }
+func (e *saidError) Unwrap() error { return e.err }
+
+// said prints err's message to stderr now (as Main would) and returns it
+// as a saidError, so that Main prints it no second time.
+func said(err error, stderr io.Writer) error {
+	status, msg := exitStatus(err)
+	if status == exitOK || msg == "" {
+		return err
+	}
+	fmt.Fprintf(stderr, "headroom: %s\n", msg)
+	return &saidError{err}
 }
 
 // stoppedError ends a run stopped by a signal after its checkpoint.

@@ -84,7 +84,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	defer t.Close()
 	h, err := r.fit(t, stderr)
 	if err != nil {
-		return r.stopped(err)
+		// said now, before the deferred close meets the other ranks in
+		// the final barrier: once a rank of an MPI run exits with 143,
+		// mpirun ends the others with a SIGTERM this process no longer
+		// catches (it caught its own), which would lose the message
+		return said(r.stopped(err), stderr)
 	}
 	if err := r.report(t, h); err != nil {
 		return err
