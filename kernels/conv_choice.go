@@ -23,9 +23,13 @@ const (
 	// ConvWinograd is F(2×2, 3×3) (winograd.go), for 3×3 windows at
 	// stride 1: 2.25 times fewer multiply-adds, a little more rounding.
 	ConvWinograd
+	// ConvWinograd4 is F(4×4, 3×3) (winograd.go), where F(2×2, 3×3)
+	// runs: 4 times fewer multiply-adds than the direct sum, and about 2
+	// more bits of rounding than F(2×2, 3×3).
+	ConvWinograd4
 )
 
-var convAlgoNames = [...]string{ConvAuto: "auto", ConvDirect: "direct", ConvIm2col: "im2col", ConvWinograd: "winograd"}
+var convAlgoNames = [...]string{ConvAuto: "auto", ConvDirect: "direct", ConvIm2col: "im2col", ConvWinograd: "winograd", ConvWinograd4: "winograd4"}
 
 func (a ConvAlgo) String() string {
 	if int(a) < len(convAlgoNames) {
@@ -34,15 +38,27 @@ func (a ConvAlgo) String() string {
 	return fmt.Sprintf("ConvAlgo(%d)", a)
 }
 
+// IsWinograd reports whether a is one of Winograd's forms.
+func (a ConvAlgo) IsWinograd() bool { return a == ConvWinograd || a == ConvWinograd4 }
+
+// winogradTile is a Winograd form's outputs a tile across (m of F(m×m,
+// 3×3)).
+func (a ConvAlgo) winogradTile() int {
+	if a == ConvWinograd4 {
+		return 4
+	}
+	return 2
+}
+
 // ParseConvAlgo parses a ConvAlgo's name ("auto", "direct", "im2col",
-// "winograd").
+// "winograd", "winograd4").
 func ParseConvAlgo(s string) (ConvAlgo, error) {
 	for a, n := range convAlgoNames {
 		if n == s {
 			return ConvAlgo(a), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown convolution algorithm %q (want auto, direct, im2col or winograd)", s)
+	return 0, fmt.Errorf("unknown convolution algorithm %q (want auto, direct, im2col, winograd or winograd4)", s)
 }
 
 // ConvKind is one of a convolution's three products.
@@ -68,7 +84,8 @@ func (k ConvKind) String() string {
 // (not bfloat16): ConvDirect where the direct tiles can take it (for the
 // filter gradient of an input whose channels are not a multiple of 4, a
 // stem's, the stem tiles: vision_stem.go),
-// ConvIm2col, and ConvWinograd for a 3×3 window at stride 1 (WinogradOK).
+// ConvIm2col, and ConvWinograd and ConvWinograd4 for a 3×3 window at
+// stride 1 (WinogradOK).
 // Dilated and grouped convolutions have one path of their own (nil).
 func ConvAlgos(kind ConvKind, g ConvGeom, f int) []ConvAlgo {
 	if g.General() {
@@ -88,7 +105,7 @@ func ConvAlgos(kind ConvKind, g ConvGeom, f int) []ConvAlgo {
 		algos = []ConvAlgo{ConvDirect, ConvIm2col}
 	}
 	if _, _, ok := gemmSetup(f, false); ok && f > 0 && WinogradOK(g) {
-		algos = append(algos, ConvWinograd)
+		algos = append(algos, ConvWinograd, ConvWinograd4)
 	}
 	return algos
 }
@@ -114,8 +131,8 @@ func ConvRule(kind ConvKind, g ConvGeom, f int) ConvAlgo {
 // returns dst. An algorithm ConvAlgos does not offer for the geometry runs
 // as ConvAuto.
 func ConvOn(p *Pool, kind ConvKind, algo ConvAlgo, dst, a, b, work []float32, g ConvGeom, f int) []float32 {
-	if algo == ConvWinograd {
-		if winograd(p, kind, dst, a, b, work, g, f) {
+	if algo == ConvWinograd || algo == ConvWinograd4 {
+		if winograd(p, kind, dst, a, b, work, g, f, algo.winogradTile()) {
 			return dst
 		}
 		algo = ConvAuto

@@ -39,12 +39,13 @@ func TestConvAlgos(t *testing.T) {
 		y64 := naiveConv(widen(x), widen(w), g, c.f)
 		dx64, dw64 := naiveConvGrads(widen(x), widen(w), widen(dy), g, c.f)
 		for _, kind := range []kernels.ConvKind{kernels.ConvForward, kernels.ConvInputGrad, kernels.ConvFilterGrad} {
-			work := make([]float32, max(g.Im2ColSize(c.n)+len(w), kernels.WinogradWork(kind, g, c.f), kernels.StemFilterWork(g, c.f)))
+			work := make([]float32, max(g.Im2ColSize(c.n)+len(w), kernels.WinogradWork(kernels.ConvWinograd, kind, g, c.f), kernels.WinogradWork(kernels.ConvWinograd4, kind, g, c.f), kernels.StemFilterWork(g, c.f)))
 			want := [3][]float64{y64, dx64, dw64}[kind]
 			a, b, n := convProduct(kind, x, w, dy)
 			algos := kernels.ConvAlgos(kind, g, c.f)
-			if !slices.Contains(algos, kernels.ConvIm2col) || slices.Contains(algos, kernels.ConvWinograd) != (c.k == 3 && c.s == 1) {
-				t.Fatalf("%+v %v: algorithms %v, want im2col among them, and winograd for 3x3 at stride 1", c, kind, algos)
+			wg := c.k == 3 && c.s == 1
+			if !slices.Contains(algos, kernels.ConvIm2col) || slices.Contains(algos, kernels.ConvWinograd) != wg || slices.Contains(algos, kernels.ConvWinograd4) != wg {
+				t.Fatalf("%+v %v: algorithms %v, want im2col among them, and winograd and winograd4 for 3x3 at stride 1", c, kind, algos)
 			}
 			for _, algo := range algos {
 				for threads := 1; threads <= 3; threads++ {
@@ -92,8 +93,8 @@ func TestConvAlgos(t *testing.T) {
 	}
 	// the filter gradient above the rule's area is a real choice
 	g := kernels.ConvGeom{N: 2, H: 16, W: 16, C: 32, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 16, OW: 16}
-	if got := kernels.ConvAlgos(kernels.ConvFilterGrad, g, 32); !slices.Equal(got, []kernels.ConvAlgo{kernels.ConvDirect, kernels.ConvIm2col, kernels.ConvWinograd}) {
-		t.Errorf("filter gradient of %+v: algorithms %v, want direct, im2col and winograd", g, got)
+	if got := kernels.ConvAlgos(kernels.ConvFilterGrad, g, 32); !slices.Equal(got, []kernels.ConvAlgo{kernels.ConvDirect, kernels.ConvIm2col, kernels.ConvWinograd, kernels.ConvWinograd4}) {
+		t.Errorf("filter gradient of %+v: algorithms %v, want direct, im2col, winograd and winograd4", g, got)
 	}
 }
 
@@ -129,7 +130,7 @@ func closeTo(got []float32, want []float64, tol float64) error {
 }
 
 func TestParseConvAlgo(t *testing.T) {
-	for _, a := range []kernels.ConvAlgo{kernels.ConvAuto, kernels.ConvDirect, kernels.ConvIm2col, kernels.ConvWinograd} {
+	for _, a := range []kernels.ConvAlgo{kernels.ConvAuto, kernels.ConvDirect, kernels.ConvIm2col, kernels.ConvWinograd, kernels.ConvWinograd4} {
 		if got, err := kernels.ParseConvAlgo(a.String()); err != nil || got != a {
 			t.Errorf("ParseConvAlgo(%q) = %v, %v", a, got, err)
 		}

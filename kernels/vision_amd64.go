@@ -89,13 +89,8 @@ func wgSIMD(which int, out, in []float32, orow, ocol, irow, icol, blocks, tiles,
 	if !simdPool {
 		return false
 	}
-	fn := wgBT512
-	switch which {
-	case wgAT:
-		fn = wgAT512
-	case wgA:
-		fn = wgA512
-	}
+	fn := [...]func(out, in *float32, orow, ocol, irow, icol, blocks, tiles, onext, inext int){
+		wgBT: wgBT512, wgAT: wgAT512, wgA: wgA512, wg4BT: wg4BT512, wg4AT: wg4AT512, wg4A: wg4A512}[which]
 	fn(&out[0], &in[0], orow, ocol, irow, icol, blocks, tiles, 4*(ostep-16*blocks), 4*(istep-16*blocks))
 	return true
 }

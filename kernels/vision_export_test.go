@@ -8,9 +8,10 @@ func SetDirectConv(on bool) (restore func()) {
 	return func() { directConv = old }
 }
 
-// Winograd runs kind as F(2×2, 3×3) on pool p and reports whether it ran.
-func Winograd(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f int) bool {
-	return winograd(p, kind, dst, a, b, work, g, f)
+// Winograd runs kind as Winograd's form algo on pool p and reports
+// whether it ran.
+func Winograd(p *Pool, algo ConvAlgo, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f int) bool {
+	return winograd(p, kind, dst, a, b, work, g, f, algo.winogradTile())
 }
 
 // SetWinogradRegion sets the bytes aimed at for one chunk of Winograd's

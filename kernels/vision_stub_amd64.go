@@ -436,3 +436,24 @@ func wgAT512(out *float32, in *float32, orow int, ocol int, irow int, icol int, 
 //
 //go:noescape
 func wgA512(out *float32, in *float32, orow int, ocol int, irow int, icol int, blocks int, tiles int, onext int, inext int)
+
+// wg4BT512 sets, for 16·blocks channels of tiles tiles, out = Bᵀ·d·B of F(4,3) (6×6 to 6×6):
+// in[a][b] at in + a·irow + b·icol, out[i][j] at out + i·orow + j·ocol (strides in
+// floats); after each tile, in and out move on by inext and onext bytes past its blocks.
+//
+//go:noescape
+func wg4BT512(out *float32, in *float32, orow int, ocol int, irow int, icol int, blocks int, tiles int, onext int, inext int)
+
+// wg4AT512 sets, for 16·blocks channels of tiles tiles, out = Aᵀ·m·A of F(4,3) (6×6 to 4×4):
+// in[a][b] at in + a·irow + b·icol, out[i][j] at out + i·orow + j·ocol (strides in
+// floats); after each tile, in and out move on by inext and onext bytes past its blocks.
+//
+//go:noescape
+func wg4AT512(out *float32, in *float32, orow int, ocol int, irow int, icol int, blocks int, tiles int, onext int, inext int)
+
+// wg4A512 sets, for 16·blocks channels of tiles tiles, out = A·w·Aᵀ of F(4,3) (4×4 to 6×6):
+// in[a][b] at in + a·irow + b·icol, out[i][j] at out + i·orow + j·ocol (strides in
+// floats); after each tile, in and out move on by inext and onext bytes past its blocks.
+//
+//go:noescape
+func wg4A512(out *float32, in *float32, orow int, ocol int, irow int, icol int, blocks int, tiles int, onext int, inext int)

@@ -42,20 +42,33 @@ package kernels
 // The tiles' transforms, by their matrices in wgMats (genvision holds the
 // same): Bᵀ, Aᵀ, and A with its last row negated, which the final
 // transform of the filter gradient (wgGp, G's last row negated) undoes.
+// F(4×4, 3×3)'s (Lavin and Gray's, at the points 0, ±1, ±2 and ∞) are
+// Bᵀ, Aᵀ and A = (Aᵀ)ᵀ, and G for the filter.
 const (
 	wgBT = iota
 	wgAT
 	wgA
+	wg4BT
+	wg4AT
+	wg4A
 )
 
-var wgMats = [3][][]int{
+var wgMats = [6][][]int{
 	wgBT: {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
 	wgAT: {{1, 1, 1, 0}, {0, 1, -1, -1}},
 	wgA:  {{1, 0}, {1, 1}, {1, -1}, {0, 1}},
+	wg4BT: {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+		{0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}},
+	wg4AT: {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
+	wg4A:  {{1, 0, 0, 0}, {1, 1, 1, 1}, {1, -1, 1, -1}, {1, 2, 4, 8}, {1, -2, 4, -8}, {0, 0, 0, 1}},
 }
 
+// wgGp is G' for the filter gradient's final transform: F(2,3)'s G with
+// its last row negated (undoing A's), F(4,3)'s G.
 var (
-	wgGp = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, -1}}
+	wgGp  = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, -1}}
+	wg4Gp = [6][3]float64{{1.0 / 4, 0, 0}, {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+		{1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}}
 )
 
 // wgRegionBytes is the size aimed at for one chunk's V and M: in a core's
@@ -78,6 +91,9 @@ type wgShape struct {
 	cin, cout  int
 	filterGrad bool
 	turned     bool // the input gradient: the forward product over the turned geometry
+	m, n       int  // F(m×m, 3×3): a tile's outputs across, and its inputs (m + 2)
+	nx         int  // the transformed tile's elements (n²): products a channel pair
+	bt, at, a  int  // the tile transforms' matrices in wgMats
 	th, tw     int  // tiles down and across
 	// padImg: the input is staged an image at a time, padded to hp×wp so
 	// that every tile lies inside it (small images, where most tiles touch
@@ -91,8 +107,12 @@ type wgShape struct {
 	regs          bool // the products run on the direct convolution's register tiles (wgProduct)
 }
 
-func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
-	s := wgShape{g: g, cin: g.C, cout: f, filterGrad: kind == ConvFilterGrad, turned: kind == ConvInputGrad}
+func newWgShape(kind ConvKind, g ConvGeom, f, m int) wgShape {
+	s := wgShape{g: g, cin: g.C, cout: f, filterGrad: kind == ConvFilterGrad, turned: kind == ConvInputGrad,
+		m: m, n: m + 2, nx: (m + 2) * (m + 2), bt: wgBT, at: wgAT, a: wgA}
+	if m == 4 {
+		s.bt, s.at, s.a = wg4BT, wg4AT, wg4A
+	}
 	if kind == ConvInputGrad {
 		// dx = the forward product of dy (padded by 2 - pad) with the
 		// filter turned and its channels swapped
@@ -100,12 +120,12 @@ func newWgShape(kind ConvKind, g ConvGeom, f int) wgShape {
 			PadTop: 2 - g.PadTop, PadLeft: 2 - g.PadLeft, OH: g.H, OW: g.W}
 		s.cin, s.cout = f, g.C
 	}
-	s.th, s.tw = ceilDiv(s.g.OH, 2), ceilDiv(s.g.OW, 2)
-	s.hp, s.wp = 2*s.th+2, 2*s.tw+2
+	s.th, s.tw = ceilDiv(s.g.OH, m), ceilDiv(s.g.OW, m)
+	s.hp, s.wp = m*s.th+2, m*s.tw+2
 	s.padImg = wgPadImages && s.hp*s.wp*s.cin <= wgPadImage
-	odd := s.g.OH%2 == 1 || s.g.OW%2 == 1
-	s.padDy = wgPadImages && s.filterGrad && odd && 4*s.th*s.tw*s.cout <= wgPadImage
-	s.padOut = wgPadImages && !s.filterGrad && odd && 4*s.th*s.tw*s.cout <= wgPadImage
+	odd := s.g.OH%m != 0 || s.g.OW%m != 0 // tiles that cross the output's edge
+	s.padDy = wgPadImages && s.filterGrad && odd && m*m*s.th*s.tw*s.cout <= wgPadImage
+	s.padOut = wgPadImages && !s.filterGrad && odd && m*m*s.th*s.tw*s.cout <= wgPadImage
 	if s.filterGrad {
 		s.regs = wgTiles && filtTiles[0][0] != nil && s.cout%16 == 0 && s.cin%4 == 0
 	} else {
@@ -177,13 +197,13 @@ func (s wgShape) tiles() int { return s.g.N * s.th * s.tw }
 // filter gradient's two groups' sums.
 func (s wgShape) fixed() int {
 	if s.filterGrad {
-		return 2 * 16 * s.cin * s.cout
+		return 2 * s.nx * s.cin * s.cout
 	}
-	return 16 * s.cin * s.cout
+	return s.nx * s.cin * s.cout
 }
 
 // perTile is a tile's floats in a slot, and stage the slot's staging tiles.
-func (s wgShape) perTile() int { return 16 * (s.cin + s.cout) }
+func (s wgShape) perTile() int { return s.nx * (s.cin + s.cout) }
 func (s wgShape) stage() int   { return s.stageIn() + s.stageOut() }
 
 // stageOut is the slot's staging for the outputs (or the filter
@@ -191,9 +211,9 @@ func (s wgShape) stage() int   { return s.stageIn() + s.stageOut() }
 // one tile.
 func (s wgShape) stageOut() int {
 	if s.padDy || s.padOut {
-		return 4 * s.th * s.tw * s.cout
+		return s.m * s.m * s.th * s.tw * s.cout
 	}
-	return 16 * s.cout
+	return s.nx * s.cout
 }
 
 // stageIn is the slot's staging for the inputs: a whole padded image
@@ -202,7 +222,7 @@ func (s wgShape) stageIn() int {
 	if s.padImg {
 		return s.hp * s.wp * s.cin
 	}
-	return 16 * s.cin
+	return s.nx * s.cin
 }
 
 // wgPadImage is the most floats of a padded image staged whole.
@@ -225,44 +245,50 @@ func (s wgShape) chunk(n, threads int) (tiles, slots int) {
 	return tiles, (avail) / (tiles*s.perTile() + s.stage())
 }
 
-// WinogradWork returns the least workspace, in floats, that Winograd
-// needs for the product kind over g with f filters: the fixed part and one
-// slot of one tile (a larger workspace runs larger chunks, on more
-// threads).
-func WinogradWork(kind ConvKind, g ConvGeom, f int) int {
-	s := newWgShape(kind, g, f)
+// WinogradWork returns the least workspace, in floats, that Winograd's
+// form algo (ConvWinograd or ConvWinograd4) needs for the product kind
+// over g with f filters: the fixed part and one slot of one tile (a larger
+// workspace runs larger chunks, on more threads).
+func WinogradWork(algo ConvAlgo, kind ConvKind, g ConvGeom, f int) int {
+	return winogradWork(kind, g, f, algo.winogradTile())
+}
+
+func winogradWork(kind ConvKind, g ConvGeom, f, m int) int {
+	s := newWgShape(kind, g, f, m)
 	return s.fixed() + s.perTile() + s.stage()
 }
 
 // winogradPack is the most packing scratch Winograd's products need on
-// g with f filters, over its three kinds.
+// g with f filters, over its three kinds and both forms.
 func winogradPack(g ConvGeom, f int) int {
 	need := 0
-	for _, kind := range []ConvKind{ConvForward, ConvInputGrad, ConvFilterGrad} {
-		s := newWgShape(kind, g, f)
-		m, n, k := s.tiles(), s.cout, s.cin
-		if s.filterGrad {
-			m, n, k = s.cin, s.cout, s.tiles()
+	for _, m := range []int{2, 4} {
+		for _, kind := range []ConvKind{ConvForward, ConvInputGrad, ConvFilterGrad} {
+			s := newWgShape(kind, g, f, m)
+			rows, n, k := s.tiles(), s.cout, s.cin
+			if s.filterGrad {
+				rows, n, k = s.cin, s.cout, s.tiles()
+			}
+			tier, blk, ok := gemmSetup(n, false)
+			if !ok {
+				return 0
+			}
+			need = max(need, packNeed(tier, blk, rows, n, k).floats())
 		}
-		tier, blk, ok := gemmSetup(n, false)
-		if !ok {
-			return 0
-		}
-		need = max(need, packNeed(tier, blk, m, n, k).floats())
 	}
 	return need
 }
 
-// winograd runs the float32 product kind on g with f filters as F(2×2,
-// 3×3) on pool p (dst; a, b as for ConvOn), and returns false, doing
-// nothing, where it cannot (WinogradOK, or products run elsewhere).
-func winograd(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f int) bool {
-	if !WinogradOK(g) || f < 1 {
+// winograd runs the float32 product kind on g with f filters as F(m×m,
+// 3×3) (m 2 or 4) on pool p (dst; a, b as for ConvOn), and returns false,
+// doing nothing, where it cannot (WinogradOK, or products run elsewhere).
+func winograd(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f, m int) bool {
+	if !WinogradOK(g) || f < 1 || (m != 2 && m != 4) {
 		return false
 	}
-	s := newWgShape(kind, g, f)
+	s := newWgShape(kind, g, f, m)
 	tier, blk, ok := gemmSetup(s.cout, false)
-	if !ok || len(work) < WinogradWork(kind, g, f) {
+	if !ok || len(work) < winogradWork(kind, g, f, m) {
 		return false
 	}
 	x, dy, filter := g.N*g.H*g.W*g.C, g.N*g.OH*g.OW*f, 9*g.C*f
@@ -328,7 +354,7 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 		if s.turned {
 			c, f = f, c
 		}
-		wgFilterIn(j.filter, j.partial, c, f, s.turned, c*r/parts, c*(r+1)/parts)
+		wgFilterIn(j.filter, j.partial, c, f, s.m, s.turned, c*r/parts, c*(r+1)/parts)
 		return
 	}
 	sl := j.work[slot*j.slot : (slot+1)*j.slot]
@@ -343,7 +369,7 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 	}
 	// the filter gradient: group r's chunks, summed in order into its part
 	// of j.partial
-	cf := 16 * s.cin * s.cout
+	cf := s.nx * s.cin * s.cout
 	dst := j.partial[r*cf : (r+1)*cf]
 	chunks := ceilDiv(ntAll, j.per)
 	c0, c1 := chunks*r/j.groups, chunks*(r+1)/j.groups
@@ -354,10 +380,10 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 	for ch := c0; ch < c1; ch++ {
 		t0, t1 := ch*j.per, min((ch+1)*j.per, ntAll)
 		nt := t1 - t0
-		v, w := sl[:16*nt*s.cin], sl[16*nt*s.cin:16*nt*(s.cin+s.cout)]
+		v, w := sl[:s.nx*nt*s.cin], sl[s.nx*nt*s.cin:s.nx*nt*(s.cin+s.cout)]
 		s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
 		s.gradTiles(w, nt*s.cout, j.filter, t0, t1, stOut)
-		for xi := 0; xi < 16; xi++ {
+		for xi := 0; xi < s.nx; xi++ {
 			// [nt, cin]ᵀ·[nt, cout] -> [cin, cout], accumulated over chunks
 			dx, vx, wx := dst[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin], w[xi*nt*s.cout:(xi+1)*nt*s.cout]
 			if s.regs {
@@ -375,10 +401,10 @@ func (j *poolJob) wgPart(ws *gemmWorkspace, r, slot int) {
 func (j *poolJob) wgChunk(ws *gemmWorkspace, sl []float32, t0, t1 int) {
 	s := j.wg
 	nt := t1 - t0
-	v, m := sl[:16*nt*s.cin], sl[16*nt*s.cin:16*nt*(s.cin+s.cout)]
+	v, m := sl[:s.nx*nt*s.cin], sl[s.nx*nt*s.cin:s.nx*nt*(s.cin+s.cout)]
 	stIn, stOut := sl[j.per*s.perTile():][:s.stageIn()], sl[j.per*s.perTile()+s.stageIn():][:s.stageOut()]
 	s.inputTiles(v, nt*s.cin, j.x, t0, t1, stIn)
-	for xi := 0; xi < 16; xi++ {
+	for xi := 0; xi < s.nx; xi++ {
 		mx, vx, ux := m[xi*nt*s.cout:(xi+1)*nt*s.cout], v[xi*nt*s.cin:(xi+1)*nt*s.cin], j.filter[xi*s.cin*s.cout:(xi+1)*s.cin*s.cout]
 		if s.regs {
 			wgProduct(mx, vx, ux, nt, s.cin, s.cout)
@@ -394,7 +420,7 @@ func (j *poolJob) wgChunk(ws *gemmWorkspace, sl []float32, t0, t1 int) {
 func (s wgShape) tile(t int) (n, oh, ow int) {
 	per := s.th * s.tw
 	n, t = t/per, t%per
-	return n, t / s.tw * 2, t % s.tw * 2
+	return n, t / s.tw * s.m, t % s.tw * s.m
 }
 
 // inputTiles writes Bᵀ·d·B of the 4×4 inputs (x, cin channels) of tiles
@@ -411,8 +437,8 @@ func (s wgShape) inputTiles(v []float32, vs int, x []float32, t0, t1 int, st []f
 				s.stageImage(st, x[n*g.H*g.W*c:(n+1)*g.H*g.W*c])
 				staged = n
 			}
-			run := min(t1-t, s.tw-ow/2) // the rest of the tile row
-			wgApply(wgBT, v[(t-t0)*c:], st[(oh*s.wp+ow)*c:], 4*vs, vs, s.wp*c, c, c, run, c, 2*c)
+			run := min(t1-t, s.tw-ow/s.m) // the rest of the tile row
+			wgApply(s.bt, v[(t-t0)*c:], st[(oh*s.wp+ow)*c:], s.n*vs, vs, s.wp*c, c, c, run, c, s.m*c)
 			t += run
 		}
 		return
@@ -422,20 +448,20 @@ func (s wgShape) inputTiles(v []float32, vs int, x []float32, t0, t1 int, st []f
 		h0, w0 := oh-g.PadTop, ow-g.PadLeft
 		img := x[n*g.H*g.W*c : (n+1)*g.H*g.W*c]
 		run := 0
-		if h0 >= 0 && h0+4 <= g.H {
-			for w := w0; t+run < t1 && w >= 0 && w+4 <= g.W && (ow+2*run) < 2*s.tw; w += 2 {
+		if h0 >= 0 && h0+s.n <= g.H {
+			for w := w0; t+run < t1 && w >= 0 && w+s.n <= g.W && (ow+s.m*run) < s.m*s.tw; w += s.m {
 				run++
 			}
 		}
 		if run > 0 {
-			wgApply(wgBT, v[(t-t0)*c:], img[(h0*g.W+w0)*c:], 4*vs, vs, g.W*c, c, c, run, c, 2*c)
+			wgApply(s.bt, v[(t-t0)*c:], img[(h0*g.W+w0)*c:], s.n*vs, vs, g.W*c, c, c, run, c, s.m*c)
 			t += run
 			continue
 		}
 		// the tile's rows and columns inside the image, zeros around them
-		lo, hi := max(0, -w0), max(0, min(4, g.W-w0))
-		for a := 0; a < 4; a++ {
-			row := st[a*4*c : (a+1)*4*c]
+		lo, hi := max(0, -w0), max(0, min(s.n, g.W-w0))
+		for a := 0; a < s.n; a++ {
+			row := st[a*s.n*c : (a+1)*s.n*c]
 			if h0+a < 0 || h0+a >= g.H || lo >= hi {
 				clear(row)
 				continue
@@ -444,7 +470,7 @@ func (s wgShape) inputTiles(v []float32, vs int, x []float32, t0, t1 int, st []f
 			copy(row[lo*c:hi*c], img[((h0+a)*g.W+w0+lo)*c:])
 			clear(row[hi*c:])
 		}
-		wgApply(wgBT, v[(t-t0)*c:], st, 4*vs, vs, 4*c, c, c, 1, 0, 0)
+		wgApply(s.bt, v[(t-t0)*c:], st, s.n*vs, vs, s.n*c, c, c, 1, 0, 0)
 		t++
 	}
 }
@@ -473,12 +499,12 @@ func (s wgShape) stageImage(st, img []float32) {
 func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []float32) {
 	g, c := s.g, s.cout
 	if s.padDy {
-		staged, wp := -1, 2*s.tw
+		staged, wp := -1, s.m*s.tw
 		for t := t0; t < t1; {
 			n, oh, ow := s.tile(t)
 			if n != staged {
 				img := dy[n*g.OH*g.OW*c : (n+1)*g.OH*g.OW*c]
-				for r := 0; r < 2*s.th; r++ {
+				for r := 0; r < s.m*s.th; r++ {
 					row := st[r*wp*c : (r+1)*wp*c]
 					if r >= g.OH {
 						clear(row)
@@ -489,8 +515,8 @@ func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []f
 				}
 				staged = n
 			}
-			run := min(t1-t, s.tw-ow/2)
-			wgApply(wgA, w[(t-t0)*c:], st[(oh*wp+ow)*c:], 4*ws, ws, wp*c, c, c, run, c, 2*c)
+			run := min(t1-t, s.tw-ow/s.m)
+			wgApply(s.a, w[(t-t0)*c:], st[(oh*wp+ow)*c:], s.n*ws, ws, wp*c, c, c, run, c, s.m*c)
 			t += run
 		}
 		return
@@ -500,16 +526,17 @@ func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []f
 		base := ((n*g.OH+oh)*g.OW + ow) * c
 		run := s.outRun(t, t1, oh, ow)
 		if run > 0 {
-			wgApply(wgA, w[(t-t0)*c:], dy[base:], 4*ws, ws, g.OW*c, c, c, run, c, 2*c)
+			wgApply(s.a, w[(t-t0)*c:], dy[base:], s.n*ws, ws, g.OW*c, c, c, run, c, s.m*c)
 			t += run
 			continue
 		}
-		st := st[:4*c]
+		m := s.m
+		st := st[:m*m*c]
 		clear(st)
-		for a := 0; a < 2 && oh+a < g.OH; a++ {
-			copy(st[a*2*c:(a*2+min(2, g.OW-ow))*c], dy[base+a*g.OW*c:])
+		for a := 0; a < m && oh+a < g.OH; a++ {
+			copy(st[a*m*c:(a*m+min(m, g.OW-ow))*c], dy[base+a*g.OW*c:])
 		}
-		wgApply(wgA, w[(t-t0)*c:], st, 4*ws, ws, 2*c, c, c, 1, 0, 0)
+		wgApply(s.a, w[(t-t0)*c:], st, s.n*ws, ws, m*c, c, c, 1, 0, 0)
 		t++
 	}
 }
@@ -517,10 +544,10 @@ func (s wgShape) gradTiles(w []float32, ws int, dy []float32, t0, t1 int, st []f
 // outRun returns how many tiles from tile t (before t1, at output row oh
 // and column ow) lie wholly inside the output, in its tile row.
 func (s wgShape) outRun(t, t1, oh, ow int) int {
-	if oh+2 > s.g.OH {
+	if oh+s.m > s.g.OH {
 		return 0
 	}
-	return min(t1-t, (s.g.OW-ow)/2)
+	return min(t1-t, (s.g.OW-ow)/s.m)
 }
 
 // outputTiles writes Aᵀ·m·A of the products of tiles [t0, t1) (tile t's
@@ -531,11 +558,11 @@ func (s wgShape) outputTiles(y, m []float32, ms, t0, t1 int, st []float32) {
 	if img := s.th * s.tw; s.padOut && t0%img == 0 && (t1-t0)%img == 0 {
 		// whole images: each into st, 2·th × 2·tw outputs, then its OH×OW
 		// corner into y
-		wp := 2 * s.tw
+		wp := s.m * s.tw
 		for t := t0; t < t1; t += img {
 			for r := 0; r < s.th; r++ {
 				k := t - t0 + r*s.tw
-				wgApply(wgAT, st[2*r*wp*c:], m[k*c:], wp*c, c, 4*ms, ms, c, s.tw, 2*c, c)
+				wgApply(s.at, st[s.m*r*wp*c:], m[k*c:], wp*c, c, s.n*ms, ms, c, s.tw, s.m*c, c)
 			}
 			out := y[t/img*g.OH*g.OW*c:]
 			for r := 0; r < g.OH; r++ {
@@ -549,14 +576,15 @@ func (s wgShape) outputTiles(y, m []float32, ms, t0, t1 int, st []float32) {
 		base := ((n*g.OH+oh)*g.OW + ow) * c
 		run := s.outRun(t, t1, oh, ow)
 		if run > 0 {
-			wgApply(wgAT, y[base:], m[(t-t0)*c:], g.OW*c, c, 4*ms, ms, c, run, 2*c, c)
+			wgApply(s.at, y[base:], m[(t-t0)*c:], g.OW*c, c, s.n*ms, ms, c, run, s.m*c, c)
 			t += run
 			continue
 		}
-		st := st[:4*c]
-		wgApply(wgAT, st, m[(t-t0)*c:], 2*c, c, 4*ms, ms, c, 1, 0, 0)
-		for a := 0; a < 2 && oh+a < g.OH; a++ {
-			copy(y[base+a*g.OW*c:base+(a*g.OW+min(2, g.OW-ow))*c], st[a*2*c:])
+		q := s.m
+		st := st[:q*q*c]
+		wgApply(s.at, st, m[(t-t0)*c:], q*c, c, s.n*ms, ms, c, 1, 0, 0)
+		for a := 0; a < q && oh+a < g.OH; a++ {
+			copy(y[base+a*g.OW*c:base+(a*g.OW+min(q, g.OW-ow))*c], st[a*q*c:])
 		}
 		t++
 	}
@@ -582,8 +610,8 @@ func wgApply(which int, out, in []float32, orow, ocol, irow, icol, c, tiles, ost
 	if done == c {
 		return
 	}
-	var t [4][4]float32
-	var col [4]float32
+	var t [6][6]float32
+	var col [6]float32
 	for k := 0; k < tiles; k++ {
 		in, out := in[k*istep:], out[k*ostep:]
 		for ch := done; ch < c; ch++ {
@@ -604,32 +632,46 @@ func wgApply(which int, out, in []float32, orow, ocol, irow, icol, c, tiles, ost
 	}
 }
 
-// wgCombine returns Σ_k c[k]·v[k] for c[k] in {0, ±1}: the first positive
-// term, then the others in order (as genvision's wgCombine).
+// wgCombine returns Σ_k c[k]·v[k]: the first positive term, then the
+// others in order, added or subtracted, a coefficient other than ±1
+// multiplying its term first (as genvision's wgCombine: its product is
+// rounded on its own, which a power of two's exact product makes the same
+// as the fused multiply-add the assembly uses).
 func wgCombine(c []int, v []float32) float32 {
 	first := 0
 	for c[first] <= 0 {
 		first++
 	}
 	acc := v[first]
+	if c[first] != 1 {
+		acc = float32(float32(c[first]) * v[first])
+	}
 	for k, x := range c {
 		switch {
 		case k == first || x == 0:
-		case x > 0:
+		case x == 1:
 			acc += v[k]
-		default:
+		case x == -1:
 			acc -= v[k]
+		case x > 0:
+			acc += float32(float32(x) * v[k])
+		default:
+			acc -= float32(float32(-x) * v[k])
 		}
 	}
 	return acc
 }
 
-// wgFilterIn writes U = G·g·Gᵀ of the channel pairs of input channels
-// [c0, c1) of filter ([3, 3, C, F]) into u ([16][C][F]); turned, it writes
-// the input gradient's U of the filter turned 180° with its channels
-// swapped ([16][F][C]).
-func wgFilterIn(u, filter []float32, c, f int, turned bool, c0, c1 int) {
+// wgFilterIn writes U = G·g·Gᵀ of F(m×m, 3×3) of the channel pairs of
+// input channels [c0, c1) of filter ([3, 3, C, F]) into u ([(m+2)²][C][F]);
+// turned, it writes the input gradient's U of the filter turned 180° with
+// its channels swapped ([(m+2)²][F][C]).
+func wgFilterIn(u, filter []float32, c, f, m int, turned bool, c0, c1 int) {
 	cf := c * f
+	if m == 4 {
+		wg4FilterIn(u, filter, c, f, turned, c0, c1)
+		return
+	}
 	u, filter = u[:16*cf], filter[:9*cf]
 	for ci := c0; ci < c1; ci++ {
 		for fi := 0; fi < f; fi++ {
@@ -660,9 +702,53 @@ func wgFilterIn(u, filter []float32, c, f int, turned bool, c0, c1 int) {
 	}
 }
 
+// wg4FilterIn is wgFilterIn for F(4×4, 3×3): G's rows are (¼, 0, 0),
+// -⅙(1, 1, 1), -⅙(1, -1, 1), (1/24, 1/12, ⅙), (1/24, -1/12, ⅙) and
+// (0, 0, 1), each row's sum formed as below (in float64, rounded once).
+func wg4FilterIn(u, filter []float32, c, f int, turned bool, c0, c1 int) {
+	cf := c * f
+	u, filter = u[:36*cf], filter[:9*cf]
+	col := func(g0, g1, g2 float64) [6]float64 {
+		return [6]float64{g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6,
+			(g0/4 + g1/2 + g2) / 6, (g0/4 - g1/2 + g2) / 6, g2}
+	}
+	for ci := c0; ci < c1; ci++ {
+		for fi := 0; fi < f; fi++ {
+			src, at := ci*f+fi, ci*f+fi
+			var g [9]float64
+			for k := range g {
+				g[k] = float64(filter[k*cf+src])
+			}
+			if turned {
+				for k := 0; k < 4; k++ {
+					g[k], g[8-k] = g[8-k], g[k]
+				}
+				at = fi*c + ci
+			}
+			var t [6][3]float64 // G·g
+			for b := 0; b < 3; b++ {
+				r := col(g[b], g[3+b], g[6+b])
+				for i := range r {
+					t[i][b] = r[i]
+				}
+			}
+			for i := 0; i < 6; i++ {
+				r := col(t[i][0], t[i][1], t[i][2])
+				for j := range r {
+					u[(6*i+j)*cf+at] = float32(r[j])
+				}
+			}
+		}
+	}
+}
+
 // wgFilterOut sets channel pairs [i0, i1) of dfilter ([3, 3, C, F]) to
-// G'ᵀ·M·G' of the sum of the groups' parts of sums ([16][C][F] each).
+// G'ᵀ·M·G' of the sum of the groups' parts of sums ([(m+2)²][C][F] each).
 func wgFilterOut(dfilter, sums []float32, s wgShape, groups, i0, i1 int) {
+	if s.m == 4 {
+		wg4FilterOut(dfilter, sums, s, groups, i0, i1)
+		return
+	}
 	cf := s.cin * s.cout
 	for i := i0; i < i1; i++ {
 		var m [4][4]float32
@@ -691,3 +777,35 @@ func wgFilterOut(dfilter, sums []float32, s wgShape, groups, i0, i1 int) {
 // wgPadImages lets small images be staged whole (padImg); tests turn it
 // off to check the tiles staged one at a time.
 var wgPadImages = true
+
+// wg4FilterOut is wgFilterOut for F(4×4, 3×3), its sums in float64.
+func wg4FilterOut(dfilter, sums []float32, s wgShape, groups, i0, i1 int) {
+	cf := s.cin * s.cout
+	for i := i0; i < i1; i++ {
+		var m [6][6]float64
+		for xi := 0; xi < 36; xi++ {
+			v := sums[xi*cf+i]
+			for gr := 1; gr < groups; gr++ {
+				v += sums[gr*36*cf+xi*cf+i]
+			}
+			m[xi/6][xi%6] = float64(v)
+		}
+		var t [3][6]float64 // G'ᵀ·m
+		for a := 0; a < 3; a++ {
+			for b := 0; b < 6; b++ {
+				for k := 0; k < 6; k++ {
+					t[a][b] += wg4Gp[k][a] * m[k][b]
+				}
+			}
+		}
+		for a := 0; a < 3; a++ {
+			for b := 0; b < 3; b++ {
+				var v float64
+				for k := 0; k < 6; k++ {
+					v += t[a][k] * wg4Gp[k][b]
+				}
+				dfilter[(a*3+b)*cf+i] = float32(v)
+			}
+		}
+	}
+}

@@ -50,15 +50,15 @@ import (
 //   - "rule": the built-in rules of thumb (kernels.ConvAuto,
 //     kernels.MatMulPacked), nothing timed. Two runs of one command give
 //     the same bits on any machine, at any thread count.
-//   - "direct", "im2col" or "winograd": that convolution algorithm
+//   - "direct", "im2col", "winograd" or "winograd4": that convolution algorithm
 //     wherever it can run, matrix products by the rule; "packed1", "tiles"
 //     or "tiles1": that matrix product algorithm wherever it can run,
 //     convolutions by the rule (tests force each candidate so).
 //
-// Winograd's F(2×2, 3×3) (kernels/winograd.go) is a candidate for 3×3
-// stride-1 products; it rounds differently from the others (its error is
-// in docs/kernels.md), so the rule never picks it, and it can be left out
-// of the measurement.
+// Winograd's F(2×2, 3×3) and F(4×4, 3×3) (kernels/winograd.go) are
+// candidates for 3×3 stride-1 products; they round differently from the
+// others (their error is in docs/kernels.md), so the rule never picks
+// them, and they can be left out of the measurement.
 //
 // HEADROOM_KERNELS sets the mode of every backend in the process;
 // HEADROOM_KERNEL_CACHE names the file (default: the user's cache
@@ -69,7 +69,7 @@ import (
 // Its methods are safe for concurrent use.
 type Choices struct {
 	mode     string             // rule, measure, or an algorithm forced
-	force    kernels.ConvAlgo   // direct, im2col or winograd (else ConvAuto)
+	force    kernels.ConvAlgo   // direct, im2col, winograd or winograd4 (else ConvAuto)
 	forceMM  kernels.MatMulAlgo // packed1, tiles or tiles1 (else MatMulPacked)
 	winograd bool               // Winograd is a candidate
 	file     string             // measure: the choices' file ("": kept in memory only)
@@ -95,7 +95,7 @@ type choice struct {
 }
 
 // NewChoices returns the choices of mode ("rule", "measure", "direct",
-// "im2col", "winograd", "packed1", "tiles" or "tiles1") with file the
+// "im2col", "winograd", "winograd4", "packed1", "tiles" or "tiles1") with file the
 // measured choices' file ("" keeps them in memory); without winograd,
 // Winograd is never picked.
 func NewChoices(mode, file string, winograd bool) (*Choices, error) {
@@ -105,15 +105,15 @@ func NewChoices(mode, file string, winograd bool) (*Choices, error) {
 	case "", "measure":
 		c.mode = "measure"
 	case "rule":
-	case "direct", "im2col", "winograd":
+	case "direct", "im2col", "winograd", "winograd4":
 		c.force, _ = kernels.ParseConvAlgo(mode)
 	case "packed1", "tiles", "tiles1":
 		c.forceMM, _ = kernels.ParseMatMulAlgo(mode)
 	default:
-		return nil, fmt.Errorf("kernel choice %q: want rule, measure, direct, im2col, winograd, packed1, tiles or tiles1", mode)
+		return nil, fmt.Errorf("kernel choice %q: want rule, measure, direct, im2col, winograd, winograd4, packed1, tiles or tiles1", mode)
 	}
-	if mode == "winograd" && !winograd {
-		return nil, fmt.Errorf("kernel choice winograd with Winograd turned off")
+	if c.force.IsWinograd() && !winograd {
+		return nil, fmt.Errorf("kernel choice %s with Winograd turned off", mode)
 	}
 	return c, nil
 }
@@ -213,7 +213,7 @@ func (c *Choices) pick(b *Bound, kind kernels.ConvKind, algo *kernels.ConvAlgo, 
 	g, f := kernels.ConvGeom(b.Window.Geom), b.Window.F
 	algos := kernels.ConvAlgos(kind, g, f)
 	if c != nil && !c.winograd {
-		algos = slices.DeleteFunc(slices.Clone(algos), func(a kernels.ConvAlgo) bool { return a == kernels.ConvWinograd })
+		algos = slices.DeleteFunc(slices.Clone(algos), kernels.ConvAlgo.IsWinograd)
 	}
 	*algo = kernels.ConvAuto
 	if c == nil || c.mode == "rule" || len(algos) < 2 {

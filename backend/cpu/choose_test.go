@@ -112,8 +112,8 @@ func TestChoicesWinograd(t *testing.T) {
 		switch {
 		case on && (p != nil || algo != kernels.ConvWinograd):
 			t.Errorf("on: pending %v, algorithm %v; want the kept winograd", p, algo)
-		case !on && (p == nil || slices.Contains(p.names, "winograd")):
-			t.Errorf("off: pending %+v; want a measurement without winograd", p)
+		case !on && (p == nil || slices.Contains(p.names, "winograd") || slices.Contains(p.names, "winograd4")):
+			t.Errorf("off: pending %+v; want a measurement without winograd and winograd4", p)
 		}
 	}
 	// a choice timed without a candidate now offered (a file from before
@@ -127,7 +127,8 @@ func TestChoicesWinograd(t *testing.T) {
 		measureAgain bool
 	}{
 		{true, "direct", "direct=1ms,im2col=2ms", 0, true},
-		{true, "direct", "direct=1ms,im2col=2ms,winograd=3ms", kernels.ConvDirect, false},
+		{true, "direct", "direct=1ms,im2col=2ms,winograd=3ms", 0, true}, // from before F(4×4, 3×3)
+		{true, "direct", "direct=1ms,im2col=2ms,winograd=3ms,winograd4=4ms", kernels.ConvDirect, false},
 		{false, "direct", "direct=1ms,im2col=2ms", kernels.ConvDirect, false},
 		{false, "im2col", "direct=3ms,im2col=2ms,winograd=1ms", kernels.ConvIm2col, false},
 		{true, "im2col", "-", kernels.ConvIm2col, false},
@@ -139,17 +140,19 @@ func TestChoicesWinograd(t *testing.T) {
 		if tc.measureAgain != (p != nil) || !tc.measureAgain && algo != tc.want {
 			t.Errorf("winograd on %v, kept %s timed %q: pending %+v, algorithm %v", tc.on, tc.kept, tc.times, p, algo)
 		}
-		if p != nil && !slices.Contains(p.names, "winograd") {
-			t.Errorf("kept %s timed %q: measured again over %v, want winograd among them", tc.kept, tc.times, p.names)
+		if p != nil && (!slices.Contains(p.names, "winograd") || !slices.Contains(p.names, "winograd4")) {
+			t.Errorf("kept %s timed %q: measured again over %v, want winograd and winograd4 among them", tc.kept, tc.times, p.names)
 		}
 	}
-	c, _ := NewChoices("winograd", "", true)
-	var algo kernels.ConvAlgo
-	if p := c.pick(b, kernels.ConvForward, &algo, run); p != nil || algo != kernels.ConvWinograd {
-		t.Errorf("forced: pending %v, algorithm %v", p, algo)
-	}
-	if _, err := NewChoices("winograd", "", false); err == nil {
-		t.Error("forced winograd with Winograd off: no error")
+	for _, form := range []kernels.ConvAlgo{kernels.ConvWinograd, kernels.ConvWinograd4} {
+		c, _ := NewChoices(form.String(), "", true)
+		var algo kernels.ConvAlgo
+		if p := c.pick(b, kernels.ConvForward, &algo, run); p != nil || algo != form {
+			t.Errorf("forced %v: pending %v, algorithm %v", form, p, algo)
+		}
+		if _, err := NewChoices(form.String(), "", false); err == nil {
+			t.Errorf("forced %v with Winograd off: no error", form)
+		}
 	}
 }
 

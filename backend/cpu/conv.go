@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"slices"
 
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
@@ -122,8 +121,12 @@ func generalConvWorkspace(g kernels.ConvGeom, it *compile.Instr) int64 {
 func convChoiceWorkspace(kind kernels.ConvKind, it *compile.Instr) int64 {
 	g := kernels.ConvGeom(it.Window.Geom)
 	n := convWorkspace(g, it)
-	if it.DType == tensor.Float32 && !it.Window.BF16 && slices.Contains(kernels.ConvAlgos(kind, g, it.Window.F), kernels.ConvWinograd) {
-		n = max(n, 4*int64(kernels.WinogradWork(kind, g, it.Window.F)))
+	if it.DType == tensor.Float32 && !it.Window.BF16 {
+		for _, a := range kernels.ConvAlgos(kind, g, it.Window.F) {
+			if a.IsWinograd() {
+				n = max(n, 4*int64(kernels.WinogradWork(a, kind, g, it.Window.F)))
+			}
+		}
 	}
 	if it.DType == tensor.Float32 && !it.Window.BF16 && kind == kernels.ConvFilterGrad {
 		n = max(n, 4*int64(kernels.StemFilterWork(g, it.Window.F)))

@@ -71,7 +71,7 @@ func (p *program) RunTimed(d []time.Duration) error {
 }
 
 // Kernel names the kernel instruction i runs where there is a choice: a
-// float32 convolution's algorithm ("direct", "im2col", "winograd") or
+// float32 convolution's algorithm ("direct", "im2col", "winograd", "winograd4") or
 // matrix product's ("packed", "packed1", "tiles", "tiles1", or
 // "prepacked" for a product of a group sharing one packing of its second
 // operand, packed.go); "" elsewhere.

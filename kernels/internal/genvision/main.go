@@ -37,6 +37,8 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -408,8 +410,9 @@ func sums() {
 	RET()
 }
 
-// wgTransforms are Winograd F(2,3)'s transforms, each applied on both
-// sides of a tile (out = M·in·Mᵀ); winograd.go holds the same matrices.
+// wgTransforms are Winograd's transforms, each applied on both sides of a
+// tile (out = M·in·Mᵀ): F(2,3)'s, then F(4,3)'s; winograd.go holds the
+// same matrices.
 var wgTransforms = []struct {
 	name, doc string
 	m         [][]int
@@ -417,6 +420,13 @@ var wgTransforms = []struct {
 	{"wgBT512", "Bᵀ·d·B (4×4 to 4×4)", [][]int{{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}},
 	{"wgAT512", "Aᵀ·m·A (4×4 to 2×2)", [][]int{{1, 1, 1, 0}, {0, 1, -1, -1}}},
 	{"wgA512", "A'·w·A'ᵀ (2×2 to 4×4)", [][]int{{1, 0}, {1, 1}, {1, -1}, {0, 1}}},
+	{"wg4BT512", "Bᵀ·d·B of F(4,3) (6×6 to 6×6)", [][]int{
+		{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+		{0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}}},
+	{"wg4AT512", "Aᵀ·m·A of F(4,3) (6×6 to 4×4)", [][]int{
+		{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}},
+	{"wg4A512", "A·w·Aᵀ of F(4,3) (4×4 to 6×6)", [][]int{
+		{1, 0, 0, 0}, {1, 1, 1, 1}, {1, -1, 1, -1}, {1, 2, 4, 8}, {1, -2, 4, -8}, {0, 0, 0, 1}}},
 }
 
 // wgTransform writes name: out = M·in·Mᵀ for tiles of 16-channel vectors,
@@ -425,14 +435,34 @@ var wgTransforms = []struct {
 // tile's blocks, in and out move on by inext and onext bytes (the Go side
 // passes a tile's stride less the blocks' 64·blocks). Each row of M is one
 // sum: its first positive term, then the others in order, added or
-// subtracted.
+// subtracted (a coefficient c other than ±1 multiplies first: a power of
+// two in a fused multiply-add, exact as the product is, any other in a
+// product of its own, so that the Go side's float32 operations give the
+// same bits). M·in stays in registers where they hold it (F(2,3)), else
+// it goes through the stack a column at a time.
 func wgTransform(name, doc string, m [][]int) {
-	TEXT(name, NOSPLIT, "func(out, in *float32, orow, ocol, irow, icol, blocks, tiles, onext, inext int)")
+	r, p := len(m), len(m[0]) // out is r×r, in p×p
+	var mags []int             // the coefficients' magnitudes other than 1
+	for _, row := range m {
+		for _, c := range row {
+			if a := abs(c); a > 1 && !slices.Contains(mags, a) {
+				mags = append(mags, a)
+			}
+		}
+	}
+	// M·in in registers needs r·p of them beside a column (four), four
+	// results, a spare for a product and the coefficients; else it goes
+	// through the stack (a frame too large for NOSPLIT)
+	spill := 4+r*p+5+len(mags) > 32
+	flags := NOSPLIT
+	if spill {
+		flags = 0
+	}
+	TEXT(name, flags, "func(out, in *float32, orow, ocol, irow, icol, blocks, tiles, onext, inext int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s sets, for 16·blocks channels of tiles tiles, out = %s:", name, doc),
 		"in[a][b] at in + a·irow + b·icol, out[i][j] at out + i·orow + j·ocol (strides in",
 		"floats); after each tile, in and out move on by inext and onext bytes past its blocks.")
-	r, p := len(m), len(m[0]) // out is r×r, in p×p
 	out, in := Load(Param("out"), reg.RDI), Load(Param("in"), reg.RSI)
 	orow, ocol := Load(Param("orow"), reg.R8), Load(Param("ocol"), reg.R9)
 	irow, icol := Load(Param("irow"), reg.R10), Load(Param("icol"), reg.R11)
@@ -441,25 +471,45 @@ func wgTransform(name, doc string, m [][]int) {
 		SHLQ(U8(2), s)
 	}
 	ip, op, tmp, bc := reg.R13, reg.R14, reg.RAX, reg.RBX
-	// column j of a row at base: 0, c, 2c, and 3c = (base + c) + 2c
+	// column j of a row at base: 0, c, 2c, 4c, and 3c = (base + c) + 2c,
+	// 5c = (base + c) + 4c
 	at := func(base, c reg.Register, j int) Mem {
 		switch j {
 		case 0:
 			return Mem{Base: base}
-		case 1:
-			return Mem{Base: base, Index: c, Scale: 1}
-		case 2:
-			return Mem{Base: base, Index: c, Scale: 2}
+		case 1, 2, 4:
+			return Mem{Base: base, Index: c, Scale: uint8(j)}
+		case 3:
+			LEAQ(Mem{Base: base, Index: c, Scale: 1}, tmp)
+			return Mem{Base: tmp, Index: c, Scale: 2}
+		case 5:
+			LEAQ(Mem{Base: base, Index: c, Scale: 1}, tmp)
+			return Mem{Base: tmp, Index: c, Scale: 4}
 		}
-		LEAQ(Mem{Base: base, Index: c, Scale: 1}, tmp)
-		return Mem{Base: tmp, Index: c, Scale: 2}
+		panic("wgTransform: a tile wider than 6")
 	}
 	zs := []reg.VecPhysical{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5, reg.Z6, reg.Z7, reg.Z8, reg.Z9,
 		reg.Z10, reg.Z11, reg.Z12, reg.Z13, reg.Z14, reg.Z15, reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20,
 		reg.Z21, reg.Z22, reg.Z23, reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}
-	col := zs[0:4]                                             // one column of in
+	// the coefficients other than ±1, broadcast into the last registers
+	k := wgConsts{}
+	next := len(zs) - 1
+	for _, a := range mags {
+		k = append(k, wgConst{a, zs[next]})
+		MOVL(U32(math.Float32bits(float32(a))), tmp.As32())
+		VPBROADCASTD(tmp.As32(), zs[next])
+		next--
+	}
+	col := zs[0:p] // one column of in
 	t := func(i, b int) reg.VecPhysical { return zs[4+i*p+b] } // (M·in)[i][b]
-	res := zs[28:32]
+	res, spare := zs[next-3:next+1], zs[next-4] // the results
+	var local Mem
+	if spill {
+		local = AllocLocal(64 * r * p)
+		t = func(i, _ int) reg.VecPhysical { return zs[p+i] }
+		res, spare = zs[p+r:p+r+4], zs[p+r+4]
+	}
+	tslot := func(i, b int) Mem { return local.Offset(64 * (i*p + b)) }
 	Label("tile")
 	Load(Param("blocks"), bc)
 	Label("block")
@@ -473,7 +523,10 @@ func wgTransform(name, doc string, m [][]int) {
 			}
 		}
 		for i := 0; i < r; i++ {
-			wgCombine(m[i], col, t(i, b), true)
+			v := wgCombine(m[i], col, t(i, b), spare, k, true)
+			if spill {
+				VMOVUPS(v, tslot(i, b))
+			}
 		}
 	}
 	// the second pass, a row at a time: out[i][j] = Σ_b m[j][b]·t[i][b]
@@ -481,10 +534,15 @@ func wgTransform(name, doc string, m [][]int) {
 	for i := 0; i < r; i++ {
 		row := make([]reg.VecPhysical, p)
 		for b := range row {
+			if spill {
+				row[b] = col[b]
+				VMOVUPS(tslot(i, b), row[b])
+				continue
+			}
 			row[b] = t(i, b)
 		}
 		for j := 0; j < r; j++ {
-			v := wgCombine(m[j], row, res[j%4], false)
+			v := wgCombine(m[j], row, res[j%4], spare, k, false)
 			VMOVUPS(v, at(op, ocol, j))
 		}
 		if i < r-1 {
@@ -505,14 +563,43 @@ func wgTransform(name, doc string, m [][]int) {
 	RET()
 }
 
-// wgCombine sets dst = Σ_k c[k]·v[k] for c[k] in {0, ±1}: the first
-// positive term, then the others in order. It returns the register that
-// holds the sum: dst, or, for a single term without copy, that term's.
-func wgCombine(c []int, v []reg.VecPhysical, dst reg.VecPhysical, copy bool) reg.VecPhysical {
+// wgConst is a coefficient's magnitude broadcast into a register.
+type wgConst struct {
+	c int
+	z reg.VecPhysical
+}
+
+type wgConsts []wgConst
+
+// reg returns the register that holds c, or nil.
+func (k wgConsts) reg(c int) reg.VecPhysical {
+	for _, x := range k {
+		if x.c == c {
+			return x.z
+		}
+	}
+	return nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// wgCombine sets dst = Σ_k c[k]·v[k]: the first positive term, then the
+// others in order, each added or subtracted; a coefficient c other than
+// ±1 multiplies its term first (by the register k holds for |c|): in a
+// fused multiply-add where |c| is a power of two (the product is exact),
+// else into spare before the add. It returns the register that holds the
+// sum: dst, or, for a single term of coefficient 1 without copy, that
+// term's.
+func wgCombine(c []int, v []reg.VecPhysical, dst, spare reg.VecPhysical, k wgConsts, copy bool) reg.VecPhysical {
 	first := -1
-	for k, x := range c {
+	for i, x := range c {
 		if x > 0 {
-			first = k
+			first = i
 			break
 		}
 	}
@@ -520,14 +607,36 @@ func wgCombine(c []int, v []reg.VecPhysical, dst reg.VecPhysical, copy bool) reg
 		panic("wgCombine: a row without a positive term")
 	}
 	acc := v[first]
-	for k, x := range c {
-		if k == first || x == 0 {
+	if c[first] > 1 {
+		VMULPS(v[first], k.reg(c[first]), dst)
+		acc = dst
+	}
+	for i, x := range c {
+		if i == first || x == 0 {
 			continue
 		}
-		if x > 0 {
-			VADDPS(v[k], acc, dst)
-		} else {
-			VSUBPS(v[k], acc, dst)
+		a := abs(x)
+		switch {
+		case a == 1 && x > 0:
+			VADDPS(v[i], acc, dst)
+		case a == 1:
+			VSUBPS(v[i], acc, dst)
+		case a&(a-1) == 0: // a power of two: acc ± a·v exactly
+			if acc != dst {
+				VMOVAPS(acc, dst)
+			}
+			if x > 0 {
+				VFMADD231PS(v[i], k.reg(a), dst)
+			} else {
+				VFNMADD231PS(v[i], k.reg(a), dst)
+			}
+		default:
+			VMULPS(v[i], k.reg(a), spare)
+			if x > 0 {
+				VADDPS(spare, acc, dst)
+			} else {
+				VSUBPS(spare, acc, dst)
+			}
 		}
 		acc = dst
 	}
