@@ -1,7 +1,6 @@
 package cpu
 
 import (
-
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"

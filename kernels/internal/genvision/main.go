@@ -442,7 +442,7 @@ var wgTransforms = []struct {
 // it goes through the stack a column at a time.
 func wgTransform(name, doc string, m [][]int) {
 	r, p := len(m), len(m[0]) // out is r×r, in p×p
-	var mags []int             // the coefficients' magnitudes other than 1
+	var mags []int            // the coefficients' magnitudes other than 1
 	for _, row := range m {
 		for _, c := range row {
 			if a := abs(c); a > 1 && !slices.Contains(mags, a) {
@@ -500,9 +500,9 @@ func wgTransform(name, doc string, m [][]int) {
 		VPBROADCASTD(tmp.As32(), zs[next])
 		next--
 	}
-	col := zs[0:p] // one column of in
+	col := zs[0:p]                                             // one column of in
 	t := func(i, b int) reg.VecPhysical { return zs[4+i*p+b] } // (M·in)[i][b]
-	res, spare := zs[next-3:next+1], zs[next-4] // the results
+	res, spare := zs[next-3:next+1], zs[next-4]                // the results
 	var local Mem
 	if spill {
 		local = AllocLocal(64 * r * p)
