@@ -63,13 +63,9 @@ var wgMats = [6][][]int{
 	wg4A:  {{1, 0, 0, 0}, {1, 1, 1, 1}, {1, -1, 1, -1}, {1, 2, 4, 8}, {1, -2, 4, -8}, {0, 0, 0, 1}},
 }
 
-// wgGp is G' for the filter gradient's final transform: F(2,3)'s G with
-// its last row negated (undoing A's), F(4,3)'s G.
-var (
-	wgGp  = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, -1}}
-	wg4Gp = [6][3]float64{{1.0 / 4, 0, 0}, {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-		{1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}}
-)
+// wgGp is G' for F(2×2, 3×3)'s filter gradient's final transform: G with
+// its last row negated (undoing A's); F(4×4, 3×3)'s G is in wg4G and wg4Gt.
+var wgGp = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, -1}}
 
 // wgRegionBytes is the size aimed at for one chunk's V and M: in a core's
 // L2 with the packed panels of its products.
@@ -704,42 +700,63 @@ func wgFilterIn(u, filter []float32, c, f, m int, turned bool, c0, c1 int) {
 
 // wg4FilterIn is wgFilterIn for F(4×4, 3×3): G's rows are (¼, 0, 0),
 // -⅙(1, 1, 1), -⅙(1, -1, 1), (1/24, 1/12, ⅙), (1/24, -1/12, ⅙) and
-// (0, 0, 1), each row's sum formed as below (in float64, rounded once).
+// (0, 0, 1), applied to the filter's columns and then to the rows, in
+// float64, each result rounded once.
 func wg4FilterIn(u, filter []float32, c, f int, turned bool, c0, c1 int) {
 	cf := c * f
 	u, filter = u[:36*cf], filter[:9*cf]
-	col := func(g0, g1, g2 float64) [6]float64 {
-		return [6]float64{g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6,
-			(g0/4 + g1/2 + g2) / 6, (g0/4 - g1/2 + g2) / 6, g2}
-	}
+	const blk = 32
+	var g [9][blk]float64
+	var t [6][3]float64
+	var out [36][blk]float32
 	for ci := c0; ci < c1; ci++ {
-		for fi := 0; fi < f; fi++ {
-			src, at := ci*f+fi, ci*f+fi
-			var g [9]float64
+		for f0 := 0; f0 < f; f0 += blk {
+			n := min(blk, f-f0)
 			for k := range g {
-				g[k] = float64(filter[k*cf+src])
-			}
-			if turned {
-				for k := 0; k < 4; k++ {
-					g[k], g[8-k] = g[8-k], g[k]
-				}
-				at = fi*c + ci
-			}
-			var t [6][3]float64 // G·g
-			for b := 0; b < 3; b++ {
-				r := col(g[b], g[3+b], g[6+b])
-				for i := range r {
-					t[i][b] = r[i]
+				for j, v := range filter[k*cf+ci*f+f0 : k*cf+ci*f+f0+n] {
+					g[k][j] = float64(v)
 				}
 			}
-			for i := 0; i < 6; i++ {
-				r := col(t[i][0], t[i][1], t[i][2])
-				for j := range r {
-					u[(6*i+j)*cf+at] = float32(r[j])
+			for j := 0; j < n; j++ {
+				tap := func(k int) float64 { return g[k][j] }
+				if turned { // the filter turned 180°
+					tap = func(k int) float64 { return g[8-k][j] }
+				}
+				for b := 0; b < 3; b++ {
+					t[0][b], t[1][b], t[2][b], t[3][b], t[4][b], t[5][b] = wg4G(tap(b), tap(3+b), tap(6+b))
+				}
+				for i := 0; i < 6; i++ {
+					r0, r1, r2, r3, r4, r5 := wg4G(t[i][0], t[i][1], t[i][2])
+					out[6*i][j], out[6*i+1][j], out[6*i+2][j] = float32(r0), float32(r1), float32(r2)
+					out[6*i+3][j], out[6*i+4][j], out[6*i+5][j] = float32(r3), float32(r4), float32(r5)
+				}
+			}
+			for xi := range out {
+				plane := u[xi*cf : (xi+1)*cf]
+				if !turned {
+					copy(plane[ci*f+f0:ci*f+f0+n], out[xi][:n])
+					continue
+				}
+				for j, v := range out[xi][:n] { // channels swapped: [F][C]
+					plane[(f0+j)*c+ci] = v
 				}
 			}
 		}
 	}
+}
+
+// wg4G returns G·(g0, g1, g2) for F(4×4, 3×3)'s G.
+func wg4G(g0, g1, g2 float64) (r0, r1, r2, r3, r4, r5 float64) {
+	s, d := g0+g2, g1
+	q := g0/4 + g2
+	return g0 / 4, -(s + d) / 6, -(s - d) / 6, (q + d/2) / 6, (q - d/2) / 6, g2
+}
+
+// wg4Gt returns Gᵀ·(m0, ..., m5) for F(4×4, 3×3)'s G.
+func wg4Gt(m0, m1, m2, m3, m4, m5 float64) (r0, r1, r2 float64) {
+	p12, d12 := m1+m2, m2-m1
+	p34, d34 := m3+m4, m3-m4
+	return m0/4 - p12/6 + p34/24, d12/6 + d34/12, (p34-p12)/6 + m5
 }
 
 // wgFilterOut sets channel pairs [i0, i1) of dfilter ([3, 3, C, F]) to
@@ -778,33 +795,38 @@ func wgFilterOut(dfilter, sums []float32, s wgShape, groups, i0, i1 int) {
 // off to check the tiles staged one at a time.
 var wgPadImages = true
 
-// wg4FilterOut is wgFilterOut for F(4×4, 3×3), its sums in float64.
+// wg4FilterOut is wgFilterOut for F(4×4, 3×3), in float64: Gᵀ on the
+// columns of M, then on the rows. The sums are read a block of channel
+// pairs at a time, each of the 36 planes (and groups) in a run.
 func wg4FilterOut(dfilter, sums []float32, s wgShape, groups, i0, i1 int) {
 	cf := s.cin * s.cout
-	for i := i0; i < i1; i++ {
-		var m [6][6]float64
-		for xi := 0; xi < 36; xi++ {
-			v := sums[xi*cf+i]
+	sums = sums[:groups*36*cf]
+	const blk = 32
+	var m [36][blk]float64
+	for b0 := i0; b0 < i1; b0 += blk {
+		n := min(blk, i1-b0)
+		for xi := range m {
+			row := sums[xi*cf+b0 : xi*cf+b0+n]
+			for k, v := range row {
+				m[xi][k] = float64(v)
+			}
 			for gr := 1; gr < groups; gr++ {
-				v += sums[gr*36*cf+xi*cf+i]
+				row := sums[gr*36*cf+xi*cf+b0 : gr*36*cf+xi*cf+b0+n]
+				for k, v := range row {
+					m[xi][k] += float64(v)
+				}
 			}
-			m[xi/6][xi%6] = float64(v)
 		}
-		var t [3][6]float64 // G'ᵀ·m
-		for a := 0; a < 3; a++ {
+		for k := 0; k < n; k++ {
+			var t [3][6]float64 // Gᵀ·m
 			for b := 0; b < 6; b++ {
-				for k := 0; k < 6; k++ {
-					t[a][b] += wg4Gp[k][a] * m[k][b]
-				}
+				t[0][b], t[1][b], t[2][b] = wg4Gt(m[b][k], m[6+b][k], m[12+b][k], m[18+b][k], m[24+b][k], m[30+b][k])
 			}
-		}
-		for a := 0; a < 3; a++ {
-			for b := 0; b < 3; b++ {
-				var v float64
-				for k := 0; k < 6; k++ {
-					v += t[a][k] * wg4Gp[k][b]
-				}
-				dfilter[(a*3+b)*cf+i] = float32(v)
+			i := b0 + k
+			for a := 0; a < 3; a++ {
+				r0, r1, r2 := wg4Gt(t[a][0], t[a][1], t[a][2], t[a][3], t[a][4], t[a][5])
+				o := 3 * a * cf
+				dfilter[o+i], dfilter[o+cf+i], dfilter[o+2*cf+i] = float32(r0), float32(r1), float32(r2)
 			}
 		}
 	}
