@@ -30,7 +30,7 @@ import (
 //     SumRows in float32 by blocks of sixteen columns (each column summed
 //     over every row in order, as on one thread).
 //   - jobFunc: the parts of a caller's function (ParallelOn).
-//   - jobWinograd: a convolution product as F(2×2, 3×3) (winograd.go), by
+//   - jobWinograd: a convolution product as F(2×2, 3×3) or F(4×4, 3×3) (winograd.go), by
 //     chunks of tiles (the forward product) or two groups of them (the
 //     filter gradient).
 //   - jobMatMul: a matrix product on the register tiles (MatMulTiles,

@@ -2,10 +2,12 @@ package kernels
 
 // Winograd's minimal filtering for 3×3 stride-1 convolutions (Lavin and
 // Gray, "Fast Algorithms for Convolutional Neural Networks", 2016),
-// F(2×2, 3×3): each 2×2 block of outputs ("tile") is computed from a 4×4
-// block of inputs with 16 products a channel pair instead of 36, 2.25
-// times fewer multiply-adds than the direct sum. With d a 4×4 input tile,
-// g a 3×3 filter and w a 2×2 tile of output gradients:
+// F(m×m, 3×3) for m = 2 and 4: each m×m block of outputs ("tile") is
+// computed from an n×n block of inputs (n = m + 2) with n² products a
+// channel pair instead of 9m²: 2.25 times fewer multiply-adds than the
+// direct sum for F(2×2, 3×3) (16 for 36), 4 times for F(4×4, 3×3) (36
+// for 144). With d an n×n input tile, g a 3×3 filter and w an m×m tile of
+// output gradients:
 //
 //	forward:          y  = Aᵀ·[(G·g·Gᵀ) ⊙ (Bᵀ·d·B)]·A
 //	filter gradient:  dg = Gᵀ·[(A·w·Aᵀ) ⊙ (Bᵀ·d·B)]·G, summed over tiles
@@ -14,21 +16,23 @@ package kernels
 //
 // (the filter gradient follows from the forward formula: both are the
 // derivatives of one trilinear form Σ w·y). Over channels the ⊙ becomes
-// 16 matrix products, one per element ξ of the 4×4 transformed tile:
+// n² matrix products, one per element ξ of the n×n transformed tile:
 // M[ξ] = V[ξ]·U[ξ] with V[ξ] [tiles, C] and U[ξ] [C, F] for the forward
 // product, and M[ξ] = V[ξ]ᵀ·W[ξ] for the filter gradient; they run on the
 // direct convolution's register tiles as convolutions of one tap
 // (wgProduct, wgFilterProduct: nothing packed) where those take the
 // channels, else on the packed product (gemm.go). The transforms of d, w
-// and the products' results hold only 0 and ±1, and run sixteen channels
-// at a time in assembly (wgBT512, wgA512, wgAT512); the filter's
-// transforms (with halves) run once a call in Go, split over the threads.
+// and the products' results hold small integers (F(2×2, 3×3)'s only 0 and
+// ±1; F(4×4, 3×3)'s up to 8), and run sixteen channels at a time in
+// assembly (wgBT512, wgA512, wgAT512; wg4BT512, wg4A512, wg4AT512); the
+// filter's transforms (with fractions) run once a call in Go, split over
+// the threads.
 //
-// Numerics. The transforms add and subtract up to 16 inputs around the
-// products; F(2,3) is the variant with the smallest error (F(4,3)'s
-// transforms hold 4s and 5s and lose about 2 more bits, so it is not
-// used). kernels' tests bound it (TestWinogradError); docs/kernels.md
-// gives the measured error per layer shape.
+// Numerics. The transforms add and subtract up to 16 inputs (36) around
+// the products; F(2×2, 3×3) is the form with the smallest error, below
+// the direct sum's; F(4×4, 3×3)'s 4s, 5s and 8s make its error 3 to 9
+// times the direct sum's. kernels' tests bound both (TestWinogradError);
+// docs/kernels.md gives the measured error per layer shape.
 //
 // Work. The workspace holds the transformed filter (the filter gradient:
 // two groups' sums) and, per thread, a slot of a chunk of tiles' V and M
@@ -71,7 +75,7 @@ var wgGp = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, -1
 // L2 with the packed panels of its products.
 var wgRegionBytes = 512 << 10
 
-// WinogradOK reports whether F(2×2, 3×3) can run a convolution of geometry
+// WinogradOK reports whether Winograd (either form) can run a convolution of geometry
 // g (and its gradients): a plain 3×3 window at stride 1, padded by at most
 // 2 before.
 func WinogradOK(g ConvGeom) bool {

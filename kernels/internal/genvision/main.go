@@ -30,7 +30,9 @@
 // (winograd.go), sixteen channels at a time: Bᵀ·d·B of a 4×4 input tile,
 // Aᵀ·m·A of a 4×4 product tile and A'·w·A'ᵀ of a 2×2 output-gradient tile.
 // Their matrices hold only 0 and ±1, so each is adds and subtracts, in the
-// order winograd.go's Go transform uses (the same bits).
+// order winograd.go's Go transform uses (the same bits). wg4BT512,
+// wg4AT512 and wg4A512 are F(4×4, 3×3)'s (6×6, 6×6 to 4×4, 4×4 to 6×6),
+// whose coefficients up to 8 multiply as wgCombine says.
 //
 //	go run ./internal/genvision -out vision_amd64.s -stubs vision_stub_amd64.go -pkg kernels
 package main
