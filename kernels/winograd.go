@@ -75,9 +75,9 @@ var wgGp = [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, -1
 // L2 with the packed panels of its products.
 var wgRegionBytes = 512 << 10
 
-// WinogradOK reports whether Winograd (either form) can run a convolution of geometry
-// g (and its gradients): a plain 3×3 window at stride 1, padded by at most
-// 2 before.
+// WinogradOK reports whether Winograd (either form) can run a
+// convolution of geometry g (and its gradients): a plain 3×3 window at
+// stride 1, padded by at most 2 before.
 func WinogradOK(g ConvGeom) bool {
 	return !g.General() && g.KH == 3 && g.KW == 3 && g.SH == 1 && g.SW == 1 &&
 		g.PadTop <= 2 && g.PadLeft <= 2 && g.N > 0 && g.OH > 0 && g.OW > 0 && g.C > 0
