@@ -211,9 +211,9 @@ type pending struct {
 // was read before binding: load).
 func (c *Choices) pick(b *Bound, kind kernels.ConvKind, algo *kernels.ConvAlgo, run func(kernels.ConvAlgo)) *pending {
 	g, f := kernels.ConvGeom(b.Window.Geom), b.Window.F
-	algos := kernels.ConvAlgos(kind, g, f)
+	algos := convAlgos(kind, b.Instr)
 	if c != nil && !c.winograd {
-		algos = slices.DeleteFunc(slices.Clone(algos), kernels.ConvAlgo.IsWinograd)
+		algos = slices.DeleteFunc(algos, kernels.ConvAlgo.IsWinograd)
 	}
 	*algo = kernels.ConvAuto
 	if c == nil || c.mode == "rule" || len(algos) < 2 {

@@ -11,6 +11,7 @@ import (
 	"github.com/headroom-ml/headroom/graph"
 
 	"github.com/headroom-ml/headroom/kernels"
+	"github.com/headroom-ml/headroom/tensor"
 )
 
 func TestChoicesFile(t *testing.T) {
@@ -325,5 +326,34 @@ func TestChoicesShared(t *testing.T) {
 	}
 	if _, timed := ro.Spent(); timed != len(shapes) || ro.FileErr() == nil {
 		t.Errorf("unwritable file: %d shapes timed, save error %v; want %d and an error", timed, ro.FileErr(), len(shapes))
+	}
+}
+
+// TestConvAlgosWorkspace checks that F(4×4, 3×3) never grows a plan: it is
+// offered where the other algorithms' workspace holds it (a batch of 128
+// on the ResNet-20's 7×7×64 layer) and left out where it would need more
+// (the same layer's filter gradient at batch 1), and the workspace
+// planned is what the others need either way.
+func TestConvAlgosWorkspace(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		kind kernels.ConvKind
+		wg4  bool
+	}{
+		{128, kernels.ConvForward, true},
+		{128, kernels.ConvFilterGrad, true},
+		{1, kernels.ConvFilterGrad, false},
+	} {
+		g := kernels.ConvGeom{N: c.n, H: 7, W: 7, C: 64, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 7, OW: 7}
+		it := &compile.Instr{Op: graph.OpConv2D, DType: tensor.Float32, Window: &compile.WindowGeom{Geom: compile.Window(g), F: 64}}
+		algos := convAlgos(c.kind, it)
+		ws := convChoiceWorkspace(c.kind, it)
+		need := func(a kernels.ConvAlgo) int64 { return 4 * int64(kernels.WinogradWork(a, c.kind, g, 64)) }
+		if !slices.Contains(algos, kernels.ConvWinograd) || slices.Contains(algos, kernels.ConvWinograd4) != c.wg4 {
+			t.Errorf("batch %d %v: algorithms %v, want winograd4 among them: %v", c.n, c.kind, algos, c.wg4)
+		}
+		if ws < need(kernels.ConvWinograd) || c.wg4 && ws < need(kernels.ConvWinograd4) || !c.wg4 && ws >= need(kernels.ConvWinograd4) {
+			t.Errorf("batch %d %v: workspace %d bytes; winograd needs %d, winograd4 %d", c.n, c.kind, ws, need(kernels.ConvWinograd), need(kernels.ConvWinograd4))
+		}
 	}
 }

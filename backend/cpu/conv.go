@@ -5,6 +5,7 @@ import (
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
+	"slices"
 )
 
 // Convolution and pooling (graph/conv.go) and their internal gradients on
@@ -116,21 +117,45 @@ func generalConvWorkspace(g kernels.ConvGeom, it *compile.Instr) int64 {
 // convChoiceWorkspace is the workspace of the convolution product kind of
 // it: convWorkspace, or, in float32 where Winograd or the stem filter
 // gradient's tiles can run it, what they need where that is more, so that
-// every algorithm the choice can pick runs in it.
+// every algorithm the choice can pick (convAlgos) runs in it.
 func convChoiceWorkspace(kind kernels.ConvKind, it *compile.Instr) int64 {
+	n, _ := convBaseWorkspace(kind, it) // F(4×4, 3×3) is offered only within it
+	return n
+}
+
+// convBaseWorkspace returns the workspace of the convolution product kind
+// of it that every algorithm but F(4×4, 3×3) runs in, and what F(4×4,
+// 3×3) needs (0 where it is not offered).
+func convBaseWorkspace(kind kernels.ConvKind, it *compile.Instr) (n, wg4 int64) {
 	g := kernels.ConvGeom(it.Window.Geom)
-	n := convWorkspace(g, it)
+	n = convWorkspace(g, it)
 	if it.DType == tensor.Float32 && !it.Window.BF16 {
 		for _, a := range kernels.ConvAlgos(kind, g, it.Window.F) {
-			if a.IsWinograd() {
+			switch a {
+			case kernels.ConvWinograd:
 				n = max(n, 4*int64(kernels.WinogradWork(a, kind, g, it.Window.F)))
+			case kernels.ConvWinograd4:
+				wg4 = 4 * int64(kernels.WinogradWork(a, kind, g, it.Window.F))
 			}
 		}
+		if kind == kernels.ConvFilterGrad {
+			n = max(n, 4*int64(kernels.StemFilterWork(g, it.Window.F)))
+		}
 	}
-	if it.DType == tensor.Float32 && !it.Window.BF16 && kind == kernels.ConvFilterGrad {
-		n = max(n, 4*int64(kernels.StemFilterWork(g, it.Window.F)))
+	return n, wg4
+}
+
+// convAlgos returns the algorithms the float32 convolution product kind
+// of it may run: kernels.ConvAlgos, less F(4×4, 3×3) where it needs more
+// workspace than the others. A candidate never grows a plan: F(4×4,
+// 3×3)'s transformed filter holds 36 floats a channel pair (the filter
+// gradient's two groups 72), more than im2col's rows of a small batch.
+func convAlgos(kind kernels.ConvKind, it *compile.Instr) []kernels.ConvAlgo {
+	algos := kernels.ConvAlgos(kind, kernels.ConvGeom(it.Window.Geom), it.Window.F)
+	if n, wg4 := convBaseWorkspace(kind, it); wg4 > n {
+		algos = slices.DeleteFunc(algos, func(a kernels.ConvAlgo) bool { return a == kernels.ConvWinograd4 })
 	}
-	return n
+	return algos
 }
 
 // convWorkspace is the workspace of a convolution of geometry g: the
