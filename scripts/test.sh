@@ -139,6 +139,9 @@ export HEADROOM_PTX_REPORT=${TMPDIR:-/tmp}/headroom-ptxas.txt
 go test -count=1 -timeout 30m $(go list ./... | grep -v /internal/promise)
 echo "ptxas: registers of every kernel of the reference models (backend/cuda TestKernelsAssemble)"
 cat "$HEADROOM_PTX_REPORT"
+# the kernels' Go paths, which CPUs without AVX-512 (and other
+# architectures) run: the purego build has no assembly
+go test -count=1 -tags purego ./kernels
 
 step "the memory promise (whole runs in memory cgroups, alone on the machine)"
 # internal/promise times a neighbour's growth against headroom's steps and
