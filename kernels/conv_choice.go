@@ -24,8 +24,8 @@ const (
 	// stride 1: 2.25 times fewer multiply-adds, a little more rounding.
 	ConvWinograd
 	// ConvWinograd4 is F(4×4, 3×3) (winograd.go), where F(2×2, 3×3)
-	// runs: 4 times fewer multiply-adds than the direct sum, and about 2
-	// more bits of rounding than F(2×2, 3×3).
+	// runs: 4 times fewer multiply-adds than the direct sum, and 3 to 9
+	// times its largest rounding error (docs/kernels.md).
 	ConvWinograd4
 )
 
@@ -131,7 +131,7 @@ func ConvRule(kind ConvKind, g ConvGeom, f int) ConvAlgo {
 // returns dst. An algorithm ConvAlgos does not offer for the geometry runs
 // as ConvAuto.
 func ConvOn(p *Pool, kind ConvKind, algo ConvAlgo, dst, a, b, work []float32, g ConvGeom, f int) []float32 {
-	if algo == ConvWinograd || algo == ConvWinograd4 {
+	if algo.IsWinograd() {
 		if winograd(p, kind, dst, a, b, work, g, f, algo.winogradTile()) {
 			return dst
 		}

@@ -1,11 +1,12 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/headroom-ml/headroom/compile"
 	"github.com/headroom-ml/headroom/graph"
 	"github.com/headroom-ml/headroom/kernels"
 	"github.com/headroom-ml/headroom/tensor"
-	"slices"
 )
 
 // Convolution and pooling (graph/conv.go) and their internal gradients on
