@@ -82,6 +82,10 @@ func sumsSIMD(s1, s2 []float64, g, x []float32, rows, stride, blocks int) bool {
 	return true
 }
 
+// wgAsm holds the tile transforms' assembly by their index in wgMats.
+var wgAsm = [...]func(out, in *float32, orow, ocol, irow, icol, blocks, tiles, onext, inext int){
+	wgBT: wgBT512, wgAT: wgAT512, wgA: wgA512, wg4BT: wg4BT512, wg4AT: wg4AT512, wg4A: wg4A512}
+
 // wgSIMD runs wgApply's transform which over 16·blocks channels in
 // assembly and returns true, or returns false without AVX-512 (wgApply
 // has checked the bounds).
@@ -89,8 +93,6 @@ func wgSIMD(which int, out, in []float32, orow, ocol, irow, icol, blocks, tiles,
 	if !simdPool {
 		return false
 	}
-	fn := [...]func(out, in *float32, orow, ocol, irow, icol, blocks, tiles, onext, inext int){
-		wgBT: wgBT512, wgAT: wgAT512, wgA: wgA512, wg4BT: wg4BT512, wg4AT: wg4AT512, wg4A: wg4A512}[which]
-	fn(&out[0], &in[0], orow, ocol, irow, icol, blocks, tiles, 4*(ostep-16*blocks), 4*(istep-16*blocks))
+	wgAsm[which](&out[0], &in[0], orow, ocol, irow, icol, blocks, tiles, 4*(ostep-16*blocks), 4*(istep-16*blocks))
 	return true
 }

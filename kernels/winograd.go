@@ -717,17 +717,17 @@ func wg4FilterIn(u, filter []float32, c, f int, turned bool, c0, c1 int) {
 		for f0 := 0; f0 < f; f0 += blk {
 			n := min(blk, f-f0)
 			for k := range g {
-				for j, v := range filter[k*cf+ci*f+f0 : k*cf+ci*f+f0+n] {
+				tap := k
+				if turned { // the filter turned 180°
+					tap = 8 - k
+				}
+				for j, v := range filter[tap*cf+ci*f+f0 : tap*cf+ci*f+f0+n] {
 					g[k][j] = float64(v)
 				}
 			}
 			for j := 0; j < n; j++ {
-				tap := func(k int) float64 { return g[k][j] }
-				if turned { // the filter turned 180°
-					tap = func(k int) float64 { return g[8-k][j] }
-				}
 				for b := 0; b < 3; b++ {
-					t[0][b], t[1][b], t[2][b], t[3][b], t[4][b], t[5][b] = wg4G(tap(b), tap(3+b), tap(6+b))
+					t[0][b], t[1][b], t[2][b], t[3][b], t[4][b], t[5][b] = wg4G(g[b][j], g[3+b][j], g[6+b][j])
 				}
 				for i := 0; i < 6; i++ {
 					r0, r1, r2, r3, r4, r5 := wg4G(t[i][0], t[i][1], t[i][2])
