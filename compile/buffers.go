@@ -113,6 +113,12 @@ func assignBuffers(g *graph.Graph, live []bool, konst map[int]constant, opt Opti
 			a.definer[n.ID()] = dp.ID()
 			continue
 		}
+		if c := a.fused.momentsOf[n.ID()]; c != nil {
+			// written by the convolution's instruction (FuseConvMoments)
+			a.newBuf(n, KindArena, mem.Workspace)
+			a.definer[n.ID()] = c.ID()
+			continue
+		}
 		if r1 := a.fused.sumOf[n.ID()]; r1 != nil {
 			// written by the first sum's instruction (FuseChannelSums)
 			a.newBuf(n, KindArena, mem.Workspace)
@@ -243,7 +249,7 @@ func (a *assigner) inputsOf(n *graph.Node) []*graph.Node {
 	if pair, ok := a.fused.sums[n.ID()]; ok {
 		return []*graph.Node{n.Inputs()[0], pair.x}
 	}
-	if a.fused.sumOf[n.ID()] != nil || a.fused.cropOf[n.ID()] != nil {
+	if a.fused.sumOf[n.ID()] != nil || a.fused.cropOf[n.ID()] != nil || a.fused.momentsOf[n.ID()] != nil {
 		return nil // the instruction that writes it reads for it
 	}
 	if pf, ok := a.fused.padded[n.ID()]; ok { // the unpadded input
@@ -386,6 +392,18 @@ func (a *assigner) instr(n *graph.Node, ins []int) Instr {
 		it := lowerNode(p, out, ins)
 		it.Node, it.Owner, it.Site = n.ID(), n.Owner(), n.Site()
 		it.Window.ReluMask = true
+		return it
+	}
+	if m := a.fused.convMoments[n.ID()]; m != nil {
+		it := lowerNode(n, out, ins)
+		if pf, ok := a.fused.padded[n.ID()]; ok {
+			it.Window.Geom = pf.fold(it.Window.Geom)
+		}
+		it.Window.Moments = true
+		it.Parts = []int{0} // (while sizing workspace, before it has a buffer)
+		if ins != nil {
+			it.Parts[0] = a.nodeBuf[m.ID()]
+		}
 		return it
 	}
 	if pf, ok := a.fused.padded[n.ID()]; ok {

@@ -39,6 +39,12 @@ type fusion struct {
 	padded  map[int]padFold
 	cropped map[int]padFold
 	cropOf  map[int]*graph.Node
+
+	// convMoments maps a float32 Conv2D to the Moments of its output that
+	// its instruction writes too (FuseConvMoments); momentsOf maps the
+	// moments back. The moments keep their buffer.
+	convMoments map[int]*graph.Node
+	momentsOf   map[int]*graph.Node
 }
 
 // padFold is padding moved into a convolution's window: x is what the
@@ -77,7 +83,8 @@ type channelPair struct {
 func newFusion() *fusion {
 	return &fusion{groups: map[int]*group{}, absorbed: map[int]bool{}, poolRelu: map[int]*graph.Node{},
 		sums: map[int]channelPair{}, sumOf: map[int]*graph.Node{},
-		padded: map[int]padFold{}, cropped: map[int]padFold{}, cropOf: map[int]*graph.Node{}}
+		padded: map[int]padFold{}, cropped: map[int]padFold{}, cropOf: map[int]*graph.Node{},
+		convMoments: map[int]*graph.Node{}, momentsOf: map[int]*graph.Node{}}
 }
 
 // The fused chain is an instruction of its own, made here rather than
@@ -292,7 +299,38 @@ func fuse(g *graph.Graph, live []bool, konst map[int]constant, output map[int]bo
 	if t.Fuses(FusePadIntoConv) {
 		f.padsIntoConvs(nodes, live, konst, readers, output, assignOf, written)
 	}
+	if t.Fuses(FuseConvMoments) {
+		f.convsMoments(nodes, live, konst, assignOf)
+	}
 	return f
+}
+
+// convsMoments moves Moments(y) of a float32 Conv2D's output y into the
+// convolution's instruction (one moments a convolution): the sums are
+// taken as the convolution writes y, while it is in the cache, instead of
+// in a pass of their own. The moments read nothing but y, so writing them
+// at the convolution only moves their start earlier.
+func (f *fusion) convsMoments(nodes []*graph.Node, live []bool, konst map[int]constant, assignOf map[int]*graph.Node) {
+	plain := func(n *graph.Node) bool {
+		if !live[n.ID()] || f.absorbed[n.ID()] || f.groups[n.ID()] != nil || assignOf[n.ID()] != nil {
+			return false
+		}
+		_, k := konst[n.ID()]
+		return !k
+	}
+	for _, m := range nodes {
+		if m.Op() != graph.OpMoments || !plain(m) || m.DType() != tensor.Float32 {
+			continue
+		}
+		y := m.Inputs()[0]
+		if y.Op() != graph.OpConv2D || !plain(y) || y.DType() != tensor.Float32 || y.Attr().BF16 || y.Shape().Rank() != 4 {
+			continue
+		}
+		if _, taken := f.convMoments[y.ID()]; taken || f.cropped[y.ID()].x != nil {
+			continue
+		}
+		f.convMoments[y.ID()], f.momentsOf[m.ID()] = m, y
+	}
 }
 
 // padsIntoConvs folds zero padding into convolutions' windows. A padding

@@ -98,6 +98,10 @@ type MatMulGeom struct {
 type MatrixGeom struct {
 	Rows, Cols int
 	Eps        float64 // layer_norm: added to the variance
+	// Image: moments: the rows of one image (the product of the axes
+	// between the first and the last; 1 below rank 3), which the kernel
+	// sums apart in whole images
+	Image int
 }
 
 // WindowGeom is a convolution, pooling or resize over an NHWC input.
@@ -109,6 +113,10 @@ type WindowGeom struct {
 	// its input x (compile fuses ReluGrad(x, MaxPool2DGrad(x, dy)), when
 	// the Target runs FusePoolReluGrad).
 	ReluMask bool
+	// Moments: a conv2d that also writes the mean and biased variance of
+	// each of its output's channels, [2, F], to Parts[0] (compile fuses
+	// Moments of its output, when the Target runs FuseConvMoments).
+	Moments bool
 }
 
 // MoveGeom is a data-movement op: which elements of its inputs land where.

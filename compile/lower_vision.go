@@ -2,6 +2,7 @@ package compile
 
 import (
 	"github.com/headroom-ml/headroom/graph"
+	"github.com/headroom-ml/headroom/tensor"
 )
 
 // The lowering of the vision ops (graph/vision.go).
@@ -19,7 +20,14 @@ func init() {
 		it.Window = &WindowGeom{Geom: resizeWindow(n.Shape(), n.Inputs()[0].Shape())}
 	}})
 	// x [..., C] -> [2, C]
-	register(graph.OpMoments, lowering{lower: lowerRows})
+	register(graph.OpMoments, lowering{lower: func(n *graph.Node, it *Instr) {
+		lowerRows(n, it)
+		x := n.Inputs()[0].Shape()
+		it.Matrix.Image = 1
+		if r := x.Rank(); r >= 3 {
+			it.Matrix.Image = tensor.Shape(x[1 : r-1]).Size()
+		}
+	}})
 	// x -> act(x); the gradients: v, dy -> dx
 	for _, op := range []graph.Op{graph.OpReluClip, graph.OpReluClipGrad, graph.OpElu, graph.OpEluGrad,
 		graph.OpSilu, graph.OpSiluGrad, graph.OpHardSwish, graph.OpHardSwishGrad,

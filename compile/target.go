@@ -61,4 +61,9 @@ const (
 	// their window (no padded copy), and a crop of an input gradient to
 	// the unpadded input becomes padding in the input gradient's window.
 	FusePadIntoConv
+	// FuseConvMoments: Moments(y) of a float32 Conv2D's output y runs in
+	// the convolution's instruction (WindowGeom.Moments), which writes the
+	// moments to Parts[0]: BatchNormalization's statistics summed as the
+	// convolution writes its output, while it is in the cache.
+	FuseConvMoments
 )

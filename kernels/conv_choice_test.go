@@ -173,3 +173,83 @@ func convProduct(kind kernels.ConvKind, x, w, dy []float32) (a, b []float32, n i
 	}
 	return x, w, len(dy)
 }
+
+// TestConvMoments checks ConvMomentsOn against ConvOn and MomentsOn: for
+// every forward algorithm, on 1 to 3 threads, with the least workspace
+// and a large one, the same output and the same moments bit for bit. With
+// a large workspace Winograd sums the moments as it writes each image
+// (checked: WinogradMoments reports it), with the least it splits images
+// and the moments are summed after; both give the same bits.
+func TestConvMoments(t *testing.T) {
+	geoms := []struct{ n, h, w, c, k, s, pad, f int }{
+		{4, 28, 28, 16, 3, 1, 1, 16}, // the ResNet-20's layers
+		{3, 14, 14, 32, 3, 1, 1, 32},
+		{5, 7, 7, 64, 3, 1, 1, 64},
+		{3, 7, 9, 16, 3, 1, 1, 16},   // odd sizes
+		{2, 9, 7, 16, 3, 2, 1, 32},   // stride 2
+		{3, 28, 28, 1, 3, 1, 1, 16},  // a stem
+		{1, 5, 5, 64, 1, 1, 0, 16},   // 1x1
+		{300, 4, 4, 16, 3, 1, 1, 16}, // groups of two images (16 rows each)
+		{2, 6, 7, 5, 3, 1, 1, 20},    // 5 channels, 20 filters
+	}
+	r := rand.New(rand.NewSource(17))
+	for _, c := range geoms {
+		oh, ow := (c.h+2*c.pad-c.k)/c.s+1, (c.w+2*c.pad-c.k)/c.s+1
+		g := kernels.ConvGeom{N: c.n, H: c.h, W: c.w, C: c.c, KH: c.k, KW: c.k, SH: c.s, SW: c.s, PadTop: c.pad, PadLeft: c.pad, OH: oh, OW: ow}
+		x, w := randoms(r, c.n*c.h*c.w*c.c), randoms(r, c.k*c.k*c.c*c.f)
+		for i := range x {
+			x[i] += 0.5 // a mean away from zero
+		}
+		rows := c.n * oh * ow
+		block := kernels.MomentsBlock(rows, oh*ow)
+		mwork := make([]float64, kernels.MomentsWork(rows, c.f, block))
+		for _, algo := range kernels.ConvAlgos(kernels.ConvForward, g, c.f) {
+			large := max(g.Im2ColSize(c.n)+len(w), 1<<20) // chunks of whole images on 3 threads
+			least := max(g.Im2ColSize(1), kernels.WinogradWork(algo, kernels.ConvForward, g, c.f))
+			if !algo.IsWinograd() {
+				least = g.Im2ColSize(1)
+			}
+			for _, size := range []int{least, large} {
+				work := make([]float32, size)
+				for threads := 1; threads <= 3; threads++ {
+					name := fmt.Sprintf("%dx%dx%d/c%d/k%d/s%d/f%d/%v/work%d/t%d", c.n, c.h, c.w, c.c, c.k, c.s, c.f, algo, size, threads)
+					p := kernels.NewPool(threads)
+					want := kernels.ConvOn(p, kernels.ConvForward, algo, make([]float32, rows*c.f), x, w, work, g, c.f)
+					wantM := kernels.MomentsOn(p, make([]float32, 2*c.f), want, rows, c.f, block, mwork)
+					y, m := make([]float32, rows*c.f), make([]float32, 2*c.f)
+					kernels.ConvMomentsOn(p, algo, y, x, w, work, g, c.f, m, mwork)
+					if algo.IsWinograd() && kernels.HasTiles() && size == large && block == oh*ow {
+						if ran, summed := kernels.WinogradMoments(p, algo, make([]float32, rows*c.f), x, w, work, g, c.f, make([]float64, len(mwork))); !ran || !summed {
+							t.Errorf("%s: Winograd ran %v, summed the moments as it wrote %v: want both", name, ran, summed)
+						}
+					}
+					p.Close()
+					if !slices.Equal(y, want) {
+						t.Errorf("%s: the output differs from ConvOn's", name)
+					}
+					if !slices.Equal(m, wantM) {
+						t.Errorf("%s: moments %v, MomentsOn %v: want the same bits", name, m, wantM)
+					}
+					// and against the definition, in float64
+					ref := make([]float64, 2*c.f)
+					for ch := 0; ch < c.f; ch++ {
+						var s float64
+						for i := 0; i < rows; i++ {
+							s += float64(want[i*c.f+ch])
+						}
+						mean := s / float64(rows)
+						var v float64
+						for i := 0; i < rows; i++ {
+							d := float64(want[i*c.f+ch]) - mean
+							v += d * d
+						}
+						ref[ch], ref[c.f+ch] = mean, v/float64(rows)
+					}
+					if err := closeTo(m, ref, 1e-5); err != nil {
+						t.Errorf("%s: moments: %v", name, err)
+					}
+				}
+			}
+		}
+	}
+}

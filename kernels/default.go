@@ -90,8 +90,8 @@ func SumRows[T Float](dst, x []T, rows, cols int) []T {
 }
 
 // Moments is MomentsOn on the default pool.
-func Moments[T Float](dst, x []T, rows, cols int, work []float64) []T {
-	return MomentsOn(defaultPool, dst, x, rows, cols, work)
+func Moments[T Float](dst, x []T, rows, cols, block int, work []float64) []T {
+	return MomentsOn(defaultPool, dst, x, rows, cols, block, work)
 }
 
 // AttentionForward is AttentionForwardOn on the default pool.

@@ -14,6 +14,13 @@ func Winograd(p *Pool, algo ConvAlgo, kind ConvKind, dst, a, b, work []float32, 
 	return winograd(p, kind, dst, a, b, work, g, f, algo.winogradTile())
 }
 
+// WinogradMoments runs the forward product as Winograd's form algo on
+// pool p, summing each output image's moments into mom where its chunks
+// are whole images, and reports whether it ran and whether it summed.
+func WinogradMoments(p *Pool, algo ConvAlgo, y, x, filter, work []float32, g ConvGeom, f int, mom []float64) (ran, summed bool) {
+	return winogradMoments(p, ConvForward, y, x, filter, work, g, f, algo.winogradTile(), mom)
+}
+
 // SetWinogradRegion sets the bytes aimed at for one chunk of Winograd's
 // tiles and returns a function that restores it.
 func SetWinogradRegion(bytes int) (restore func()) {

@@ -89,35 +89,57 @@ func ResizeBilinearGrad[T Float](dx, dy []T, g ResizeGeom) []T {
 	return dx
 }
 
-// MomentsWork returns the float64 workspace Moments needs for cols
-// channels.
-func MomentsWork(cols int) int { return momentsParts * 2 * cols }
+// The groups Moments sums apart: whole images (or rows where there are no
+// images), at least momentsMinRows rows a group and at most
+// momentsMaxGroups groups.
+const (
+	momentsMinRows   = 32
+	momentsMaxGroups = 256
+)
 
-// momentsParts is the fixed number of row ranges Moments sums apart (so
-// its rounding does not depend on the threads).
-const momentsParts = 2
+// MomentsBlock returns the rows of each group that Moments sums apart for
+// rows rows made of images of image rows each (1 where the rows are not
+// images: a dense layer's batch): whole images, at least 32 rows where the
+// images hold that many, and at most 256 groups. The groups depend on the
+// sizes alone, never on the threads, so the rounding does not either; a
+// convolution that sums its output's moments as it writes them
+// (ConvMomentsOn) takes the same groups, so the two give the same bits.
+func MomentsBlock(rows, image int) int {
+	image = max(image, 1)
+	n := max(ceilDiv(rows, image), 1)
+	k := max(ceilDiv(n, momentsMaxGroups), ceilDiv(momentsMinRows, image))
+	return min(k, n) * image
+}
+
+// MomentsWork returns the float64 workspace Moments needs for rows rows
+// of cols channels summed in groups of block rows (MomentsBlock): two
+// sums a channel for each group.
+func MomentsWork(rows, cols, block int) int {
+	return max(ceilDiv(rows, max(block, 1)), 1) * 2 * cols
+}
 
 type momentsJob[T Float] struct {
-	x          []T
-	rows, cols int
-	work       []float64
+	x                 []T
+	rows, cols, block int
+	work              []float64
 }
 
 // MomentsOn sets dst [2, cols] to the mean (row 0) and the biased variance
-// (row 1) of each column of x [rows, cols], and returns dst. It sums in
-// float64, shifted by the column's first value (so a large mean costs no
-// precision), over two fixed halves of the rows at once on pool p, in work
-// (MomentsWork(cols) float64s). rows must be positive.
-func MomentsOn[T Float](p *Pool, dst, x []T, rows, cols int, work []float64) []T {
-	const fn = "Moments"
-	if rows <= 0 || cols < 0 {
-		panicf("%s: invalid size %d×%d", fn, rows, cols)
-	}
-	checkLen(fn, "x", len(x), rows*cols)
-	checkLen(fn, "dst", len(dst), 2*cols)
-	if len(work) < MomentsWork(cols) {
-		panicf("%s: len(work) = %d, want at least %d", fn, len(work), MomentsWork(cols))
-	}
+// (row 1) of each column of x [rows, cols], and returns dst. It sums each
+// group of block rows (MomentsBlock) in float64, shifted by the group's
+// first row (so a large mean costs no precision), the groups at once on
+// pool p, into work (MomentsWork float64s); then it combines the groups in
+// order (Chan, Golub and LeVeque's pairwise update). rows must be
+// positive.
+func MomentsOn[T Float](p *Pool, dst, x []T, rows, cols, block int, work []float64) []T {
+	checkMoments("Moments", len(dst), len(x), rows, cols, block, len(work))
+	momentsGroups(p, x, rows, cols, block, work)
+	return momentsCombine(dst, x, rows, cols, block, work)
+}
+
+// momentsGroups sums the groups of block rows of x [rows, cols] into work
+// (momentsGroup), the groups at once on pool p.
+func momentsGroups[T Float](p *Pool, x []T, rows, cols, block int, work []float64) {
 	p.calls.momentsMu.Lock()
 	var j *momentsJob[T]
 	part := momentsPart64 // a plain function: a generic one's value would allocate
@@ -126,23 +148,58 @@ func MomentsOn[T Float](p *Pool, dst, x []T, rows, cols int, work []float64) []T
 	} else {
 		j = any(&p.calls.moments64).(*momentsJob[T])
 	}
-	*j = momentsJob[T]{x: x, rows: rows, cols: cols, work: work}
-	ParallelOn(p, momentsParts, part, j)
+	*j = momentsJob[T]{x: x, rows: rows, cols: cols, block: block, work: work}
+	ParallelOn(p, ceilDiv(rows, block), part, j)
 	*j = momentsJob[T]{}
 	p.calls.momentsMu.Unlock()
-	n := float64(rows)
+}
+
+// checkMoments panics unless dst, x and work (by their lengths) fit rows
+// rows of cols channels in groups of block rows.
+func checkMoments(fn string, lenDst, lenX, rows, cols, block, lenWork int) {
+	if rows <= 0 || cols < 0 || block <= 0 {
+		panicf("%s: invalid size %d×%d in groups of %d rows", fn, rows, cols, block)
+	}
+	checkLen(fn, "x", lenX, rows*cols)
+	checkLen(fn, "moments", lenDst, 2*cols)
+	if lenWork < MomentsWork(rows, cols, block) {
+		panicf("%s: len(work) = %d, want at least %d", fn, lenWork, MomentsWork(rows, cols, block))
+	}
+}
+
+// momentsCombine sets dst to the mean and variance from the groups' sums
+// in work (momentsGroup), added up in group order, and returns dst.
+func momentsCombine[T Float](dst, x []T, rows, cols, block int, work []float64) []T {
+	groups, n := ceilDiv(rows, block), float64(rows)
 	for c := 0; c < cols; c++ {
-		s1, s2 := partSums(work, cols, c)
-		m := s1 / n
-		dst[c] = T(float64(x[c]) + m)
-		dst[cols+c] = T(max(s2/n-m*m, 0))
+		// the mean less group 0's shift, then Σ (x - mean)² as each
+		// group's Σ (d - e)² = s2 - 2·e·s1 + k·e², e = mean - its shift
+		base := float64(x[c])
+		var m float64
+		for g := 0; g < groups; g++ {
+			k := float64(min(block, rows-g*block))
+			m += work[2*g*cols+c] + k*(float64(x[g*block*cols+c])-base)
+		}
+		m /= n
+		var m2 float64
+		for g := 0; g < groups; g++ {
+			k := float64(min(block, rows-g*block))
+			e := base + m - float64(x[g*block*cols+c])
+			m2 += work[(2*g+1)*cols+c] - 2*e*work[2*g*cols+c] + k*e*e
+		}
+		dst[c] = T(base + m)
+		dst[cols+c] = T(max(m2/n, 0))
 	}
 	return dst
 }
 
 // ChannelSumsWork returns the float64 workspace ChannelSumsOn needs for
 // cols channels.
-func ChannelSumsWork(cols int) int { return momentsParts * 2 * cols }
+func ChannelSumsWork(cols int) int { return sumsParts * 2 * cols }
+
+// sumsParts is the fixed number of row ranges ChannelSums sums apart (so
+// its rounding does not depend on the threads).
+const sumsParts = 2
 
 type sumsJob[T Float] struct {
 	g, x       []T
@@ -179,7 +236,7 @@ func ChannelSumsOn[T Float](p *Pool, sg, sgx, g, x []T, rows, cols int, work []f
 		j = any(&p.calls.sums64).(*sumsJob[T])
 	}
 	*j = sumsJob[T]{g: g, x: x, rows: rows, cols: cols, work: work}
-	ParallelOn(p, momentsParts, part, j)
+	ParallelOn(p, sumsParts, part, j)
 	*j = sumsJob[T]{}
 	p.calls.momentsMu.Unlock()
 	for c := 0; c < cols; c++ {
@@ -190,9 +247,9 @@ func ChannelSumsOn[T Float](p *Pool, sg, sgx, g, x []T, rows, cols int, work []f
 }
 
 // partSums adds up column c of the parts' two rows of sums in work (as
-// momentsPart and sumsPart leave them), in part order.
+// sumsPart leaves them), in part order.
 func partSums(work []float64, cols, c int) (s1, s2 float64) {
-	for p := 0; p < momentsParts; p++ {
+	for p := 0; p < sumsParts; p++ {
 		s1 += work[(2*p)*cols+c]
 		s2 += work[(2*p+1)*cols+c]
 	}
@@ -210,44 +267,73 @@ func sumsPart[T Float](arg any, p int) {
 	s2 := j.work[(2*p+1)*cols : (2*p+2)*cols]
 	clear(s1)
 	clear(s2)
-	r0, r1 := j.rows*p/momentsParts, j.rows*(p+1)/momentsParts
+	r0, r1 := j.rows*p/sumsParts, j.rows*(p+1)/sumsParts
 	c0 := 0 // the channels summed in float64 vectors, sixteen at a time
 	if g32, ok := any(j.g).([]float32); ok && r1 > r0 && sumsSIMD(s1, s2, g32[r0*cols:], any(j.x).([]float32)[r0*cols:], r1-r0, cols, cols/16) {
 		c0 = cols &^ 15
 	}
-	for r := r0; r < r1; r++ {
-		gr, xr := j.g[r*cols:(r+1)*cols], j.x[r*cols:(r+1)*cols]
-		for c := c0; c < cols; c++ {
-			s1[c] += float64(gr[c])
-			s2[c] += float64(gr[c]) * float64(xr[c])
+	for cb := c0; cb < cols; cb += 16 { // row r0 + i into set i mod 4, as the assembly
+		var a1, a2 [sumSets][16]float64
+		nc := min(16, cols-cb)
+		for r := r0; r < r1; r++ {
+			gr, xr, b1, b2 := j.g[r*cols+cb:][:nc], j.x[r*cols+cb:][:nc], &a1[(r-r0)%sumSets], &a2[(r-r0)%sumSets]
+			for c, v := range gr {
+				b1[c] += float64(v)
+				b2[c] += float64(v) * float64(xr[c])
+			}
 		}
+		foldSets(s1[cb:cb+nc], &a1)
+		foldSets(s2[cb:cb+nc], &a2)
 	}
 }
 
-func momentsPart32(arg any, p int) { momentsPart[float32](arg, p) }
-func momentsPart64(arg any, p int) { momentsPart[float64](arg, p) }
+func momentsPart32(arg any, g int) { momentsPart[float32](arg, g) }
+func momentsPart64(arg any, g int) { momentsPart[float64](arg, g) }
 
-// momentsPart sums part p of the rows, shifted by row 0, into its two
-// rows of work.
-func momentsPart[T Float](arg any, p int) {
+// momentsPart sums group g of the rows into its two rows of work.
+func momentsPart[T Float](arg any, g int) {
 	j := arg.(*momentsJob[T])
-	cols := j.cols
-	s1 := j.work[(2*p)*cols : (2*p+1)*cols]
-	s2 := j.work[(2*p+1)*cols : (2*p+2)*cols]
+	r0 := g * j.block
+	momentsGroup(j.work[2*g*j.cols:(2*g+2)*j.cols], j.x[r0*j.cols:], min(j.block, j.rows-r0), j.cols)
+}
+
+// momentsGroup sets s[:cols] and s[cols:2·cols] to Σ d and Σ d·d over rows
+// rows of x [rows, cols], d = x - row 0 (the group's shift), in float64,
+// row by row in order.
+func momentsGroup[T Float](s []float64, x []T, rows, cols int) {
+	s1, s2 := s[:cols], s[cols:2*cols]
 	clear(s1)
 	clear(s2)
-	shift := j.x[:cols]
-	r0, r1 := j.rows*p/momentsParts, j.rows*(p+1)/momentsParts
+	shift := x[:cols]
 	c0 := 0 // the channels summed in float64 vectors, sixteen at a time
-	if x32, ok := any(j.x).([]float32); ok && r1 > r0 && momentsSIMD(s1, s2, x32[r0*cols:], x32[:cols], r1-r0, cols, cols/16) {
+	if x32, ok := any(x).([]float32); ok && momentsSIMD(s1, s2, x32, x32[:cols], rows, cols, cols/16) {
 		c0 = cols &^ 15
 	}
-	for r := r0; r < r1; r++ {
-		row := j.x[r*cols : (r+1)*cols]
-		for c := c0; c < cols; c++ {
-			d := float64(row[c]) - float64(shift[c])
-			s1[c] += d
-			s2[c] += d * d
+	for cb := c0; cb < cols; cb += 16 { // row r into set r mod 4, as the assembly
+		var a1, a2 [sumSets][16]float64
+		nc := min(16, cols-cb)
+		for r := 0; r < rows; r++ {
+			row, sh, b1, b2 := x[r*cols+cb:][:nc], shift[cb:][:nc], &a1[r%sumSets], &a2[r%sumSets]
+			for c, v := range row {
+				d := float64(v) - float64(sh[c])
+				b1[c] += d
+				b2[c] += d * d
+			}
 		}
+		foldSets(s1[cb:cb+nc], &a1)
+		foldSets(s2[cb:cb+nc], &a2)
+	}
+}
+
+// sumSets is the sets of sums momentsGroup and sumsPart keep apart (as
+// moments512 and sums512 do): row r adds into set r mod sumSets, four
+// chains of additions instead of one.
+const sumSets = 4
+
+// foldSets sets s[c] to the sets' sums of column c added as (0 + 1) + (2
+// + 3).
+func foldSets(s []float64, a *[sumSets][16]float64) {
+	for c := range s {
+		s[c] = (a[0][c] + a[1][c]) + (a[2][c] + a[3][c])
 	}
 }

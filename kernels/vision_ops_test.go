@@ -3,6 +3,7 @@ package kernels_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/headroom-ml/headroom/internal/testutil"
@@ -77,25 +78,45 @@ func TestResizeBilinearNaive(t *testing.T) {
 	}
 }
 
+// TestMoments checks the mean and variance per channel against the
+// two-pass definition, in float64 and float32, for rows of images (and of
+// none) in one group and in many, shifted far from zero, on 1 to 3
+// threads: the same bits on every thread count.
 func TestMoments(t *testing.T) {
 	r := rng(9)
 	for _, tc := range []struct {
-		rows, cols int
-		shift      float64
-	}{{1, 3, 0}, {7, 5, 0}, {1000, 16, 0}, {513, 3, 1e4}, {300, 20, 0}, {257, 32, 1e4}, {1, 48, -5}} {
-		t.Run(fmt.Sprintf("%dx%d+%g", tc.rows, tc.cols, tc.shift), func(t *testing.T) {
+		rows, cols, image int
+		shift             float64
+	}{{1, 3, 1, 0}, {7, 5, 1, 0}, {1000, 16, 1, 0}, {513, 3, 1, 1e4}, {300, 20, 1, 0}, {257, 32, 1, 1e4}, {1, 48, 1, -5},
+		{128 * 49, 16, 49, 0}, {100 * 9, 17, 9, 1e4}, {600 * 4, 32, 4, 3}, {3 * 784, 16, 784, 0}} {
+		t.Run(fmt.Sprintf("%dx%d/%d+%g", tc.rows, tc.cols, tc.image, tc.shift), func(t *testing.T) {
 			x := testutil.RandFloats(r, tc.rows*tc.cols)
 			for i := range x {
 				x[i] += tc.shift
 			}
+			block := kernels.MomentsBlock(tc.rows, tc.image)
+			if groups := (tc.rows + block - 1) / block; block%tc.image != 0 || groups > 256 || (block < 32 && block < tc.rows) {
+				t.Fatalf("MomentsBlock(%d, %d) = %d: %d groups, want whole images of 32 rows at least, at most 256 groups", tc.rows, tc.image, block, groups)
+			}
 			want := naiveMoments(x, tc.rows, tc.cols)
-			work := make([]float64, kernels.MomentsWork(tc.cols))
-			got := kernels.Moments(make([]float64, 2*tc.cols), x, tc.rows, tc.cols, work)
+			work := make([]float64, kernels.MomentsWork(tc.rows, tc.cols, block))
+			got := kernels.Moments(make([]float64, 2*tc.cols), x, tc.rows, tc.cols, block, work)
 			testutil.RequireClose(t, "Moments", got, want, 1e-10, 1e-12)
 			// float32: the moments of the rounded values, to float32's precision
 			x32 := f32(x)
-			got32 := kernels.Moments(make([]float32, 2*tc.cols), x32, tc.rows, tc.cols, work)
-			testutil.RequireClose(t, "float32 Moments", f64s(got32), naiveMoments(f64s(x32), tc.rows, tc.cols), 1e-6, 1e-7)
+			want32 := naiveMoments(f64s(x32), tc.rows, tc.cols)
+			var first []float32
+			for threads := 1; threads <= 3; threads++ {
+				p := kernels.NewPool(threads)
+				got32 := kernels.MomentsOn(p, make([]float32, 2*tc.cols), x32, tc.rows, tc.cols, block, work)
+				p.Close()
+				testutil.RequireClose(t, "float32 Moments", f64s(got32), want32, 1e-6, 1e-7)
+				if first == nil {
+					first = got32
+				} else if !slices.Equal(got32, first) {
+					t.Errorf("%d threads: %v, 1 thread %v: want the same bits", threads, got32, first)
+				}
+			}
 		})
 	}
 }
@@ -305,11 +326,12 @@ func TestVisionNoAllocs(t *testing.T) {
 	calls["ResizeBilinear"] = func() { kernels.ResizeBilinear(big, small, rg) }
 	calls["ResizeBilinearGrad"] = func() { kernels.ResizeBilinearGrad(small, big, rg) }
 	mx := f32(testutil.RandFloats(r, 4096*16))
-	mdst, mwork := make([]float32, 32), make([]float64, kernels.MomentsWork(16))
-	calls["Moments"] = func() { kernels.Moments(mdst, mx, 4096, 16, mwork) }
+	mblock := kernels.MomentsBlock(4096, 64)
+	mdst, mwork := make([]float32, 32), make([]float64, kernels.MomentsWork(4096, 16, mblock))
+	calls["Moments"] = func() { kernels.Moments(mdst, mx, 4096, 16, mblock, mwork) }
 	mx64 := f64s(mx)
 	mdst64 := make([]float64, 32)
-	calls["Moments float64"] = func() { kernels.Moments(mdst64, mx64, 4096, 16, mwork) }
+	calls["Moments float64"] = func() { kernels.Moments(mdst64, mx64, 4096, 16, mblock, mwork) }
 	a, b := f32(testutil.RandFloats(r, 100)), make([]float32, 100)
 	calls["ReluClip"] = func() { kernels.ReluClip(b, a, 6, 0.1, 0) }
 	calls["ReluClipGrad"] = func() { kernels.ReluClipGrad(b, a, a, 6, 0.1, 0, true) }

@@ -405,13 +405,15 @@ func stemTile512r1p26(dw *float32, x *float32, dy *float32, rows int, cols int, 
 func stemTile512r1p27(dw *float32, x *float32, dy *float32, rows int, cols int, xcol int, xrow int, xtap int, dycol int, dyrow int, ldw int, acc bool)
 
 // moments512 adds, for j < 16·blocks, Σ_{r < rows} d and Σ d·d in float64, d = x[r·stride + j] - shift[j]
-// (in float32), to s1[j] and s2[j], adding the rows in order (rows >= 1; stride in floats).
+// (in float32), to s1[j] and s2[j]: row r into set r mod 4 of the sums, set 0 starting from s1 and s2,
+// the sets added as (0 + 1) + (2 + 3) (rows >= 1; stride in floats).
 //
 //go:noescape
 func moments512(s1 *float64, s2 *float64, x *float32, shift *float32, rows int, stride int, blocks int)
 
 // sums512 adds, for j < 16·blocks, Σ_{r < rows} dy[r·stride + j] and Σ dy·x (each product in float64)
-// to s1[j] and s2[j] in float64, adding the rows in order (rows >= 1; stride in floats).
+// to s1[j] and s2[j] in float64: row r into set r mod 4 of the sums, set 0 starting from s1 and s2,
+// the sets added as (0 + 1) + (2 + 3) (rows >= 1; stride in floats).
 //
 //go:noescape
 func sums512(s1 *float64, s2 *float64, dy *float32, x *float32, rows int, stride int, blocks int)

@@ -39,7 +39,13 @@ func convKernel(kind kernels.ConvKind, bf16 convFunc[float32], f64 convFunc[floa
 			}
 			return bindConvChosen(b, kind)
 		}, func(b *Bound) func() error { return bindConv(b, f64) }),
-		lower: func(t *Target, it *compile.Instr) int64 { return convChoiceWorkspace(kind, it) },
+		lower: func(t *Target, it *compile.Instr) int64 {
+			n := convChoiceWorkspace(kind, it)
+			if it.Window.Moments {
+				n = convMomentsAt(n) + 8*int64(convMomentsWork(it))
+			}
+			return n
+		},
 		scratch: func(it *compile.Instr) int {
 			return kernels.ConvPackFloats(kernels.ConvGeom(it.Window.Geom), it.Window.F, it.Window.BF16)
 		},
@@ -58,19 +64,53 @@ func bindConv[T kernels.Float](b *Bound, conv convFunc[T]) func() error {
 // bindConvChosen binds a float32 convolution product of kind with its
 // products in float32, its algorithm picked by b.choices (choose.go): at
 // once, or by a measurement BindHost runs once every instruction is bound
-// (b.pending).
+// (b.pending). A conv2d with Moments also writes its output's moments to
+// its part (kernels.ConvMomentsOn), their sums in its workspace after the
+// product's; the measurement times the product alone.
 func bindConvChosen(b *Bound, kind kernels.ConvKind) func() error {
 	dst, x, y, work := tensor.As[float32](b.out), tensor.As[float32](b.in[0]), tensor.As[float32](b.in[1]), tensor.As[float32](b.work)
 	g, f, p := kernels.ConvGeom(b.Window.Geom), b.Window.F, b.pool
 	algo := new(kernels.ConvAlgo)
 	b.algo, b.convKind = algo, kind
+	var moments []float32
+	var mwork []float64
+	if b.Window.Moments {
+		if kind != kernels.ConvForward || len(b.more) != 1 || b.more[0] == nil {
+			return nil
+		}
+		at, n := convMomentsAt(convChoiceWorkspace(kind, b.Instr)), 8*int64(convMomentsWork(b.Instr))
+		if int64(len(b.work)) < at+n {
+			return nil
+		}
+		moments, mwork = tensor.As[float32](b.more[0]), tensor.As[float64](b.work[at:at+n])
+		work = work[:at/4]
+	}
 	run := func(a kernels.ConvAlgo) { kernels.ConvOn(p, kind, a, dst, x, y, work, g, f) }
 	b.pending = b.choices.pick(b, kind, algo, run)
+	if moments != nil {
+		return func() error {
+			kernels.ConvMomentsOn(p, *algo, dst, x, y, work, g, f, moments, mwork)
+			return nil
+		}
+	}
 	return func() error {
 		kernels.ConvOn(p, kind, *algo, dst, x, y, work, g, f)
 		return nil
 	}
 }
+
+// convMomentsWork is the float64 sums of a conv2d's output moments
+// (compile.WindowGeom.Moments): kernels.MomentsWork over its output's
+// images.
+func convMomentsWork(it *compile.Instr) int {
+	w := it.Window.Geom
+	rows := w.N * w.OH * w.OW
+	return kernels.MomentsWork(rows, it.Window.F, kernels.MomentsBlock(rows, w.OH*w.OW))
+}
+
+// convMomentsAt is where the moments' sums start in a conv2d's workspace
+// after a product's n bytes: n rounded up to a float64.
+func convMomentsAt(n int64) int64 { return (n + 7) &^ 7 }
 
 // onOne adapts a pooling that runs on the calling thread alone.
 func onOne[T kernels.Float](f func(dst, x []T, g kernels.ConvGeom) []T) func(*kernels.Pool, []T, []T, kernels.ConvGeom) []T {

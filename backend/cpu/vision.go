@@ -20,8 +20,11 @@ func init() {
 	register(graph.OpResizeBilinear, kernel{bind: floats(bindResize(kernels.ResizeBilinear[float32]), bindResize(kernels.ResizeBilinear[float64]))})
 	register(graph.OpResizeBilinearGrad, kernel{bind: floats(bindResize(kernels.ResizeBilinearGrad[float32]), bindResize(kernels.ResizeBilinearGrad[float64]))})
 	register(graph.OpMoments, kernel{
-		bind:  floats(bindMoments[float32], bindMoments[float64]),
-		lower: func(t *Target, it *compile.Instr) int64 { return int64(8 * kernels.MomentsWork(it.Matrix.Cols)) },
+		bind: floats(bindMoments[float32], bindMoments[float64]),
+		lower: func(t *Target, it *compile.Instr) int64 {
+			g := it.Matrix
+			return int64(8 * kernels.MomentsWork(g.Rows, g.Cols, kernels.MomentsBlock(g.Rows, g.Image)))
+		},
 	})
 	for _, a := range []struct {
 		op  graph.Op
@@ -66,7 +69,7 @@ func bindResize[T kernels.Float](f func(dst, x []T, g kernels.ResizeGeom) []T) b
 func bindMoments[T kernels.Float](b *Bound) func() error {
 	dst, x, work, g, p := tensor.As[T](b.out), tensor.As[T](b.in[0]), tensor.As[float64](b.work), *b.Matrix, b.pool
 	return func() error {
-		kernels.MomentsOn(p, dst, x, g.Rows, g.Cols, work)
+		kernels.MomentsOn(p, dst, x, g.Rows, g.Cols, kernels.MomentsBlock(g.Rows, g.Image), work)
 		return nil
 	}
 }

@@ -61,10 +61,12 @@ func (t *Target) Supports(op graph.Op, dtype, in tensor.DType) bool {
 
 // Fuses reports whether the renderer writes the fusion: every fused chain
 // is one kernel, and the max pool's gradient takes the relu mask; the
-// paired channel sums (FuseChannelSums) are not written yet, so the two
-// reductions stay apart.
+// paired channel sums (FuseChannelSums), the padding folded into the
+// convolutions' windows (FusePadIntoConv) and the moments in the
+// convolution (FuseConvMoments) are not written yet, so those ops stay
+// apart.
 func (t *Target) Fuses(f compile.Fusion) bool {
-	return f != compile.FuseChannelSums && f != compile.FusePadIntoConv
+	return f != compile.FuseChannelSums && f != compile.FusePadIntoConv && f != compile.FuseConvMoments
 }
 
 // Lower returns the workspace the instruction's kernels and products need

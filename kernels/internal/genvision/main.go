@@ -336,35 +336,104 @@ func widen(v, lo, hi reg.VecPhysical) {
 	VCVTPS2PD(hi.AsY(), hi)
 }
 
+// sumSets is the rows' sets of sums that moments512 and sums512 keep
+// apart: row r adds into set r mod sumSets, and the sets add up as (0 + 1)
+// + (2 + 3) at the end. Four chains of additions instead of one: a row's
+// additions no longer wait on the row before's.
+const sumSets = 4
+
+// quadLoop emits the row loop of moments512 and sums512 over r rows from
+// the pointers ps (each stepped by stride bytes a row), row k of each four
+// running body(k) into set k; the last rows mod 4 run into sets 0, 1 and
+// 2.
+func quadLoop(r reg.Register, ps []reg.Register, stride reg.Register, body func(k int)) {
+	Label("quad")
+	CMPQ(r, U8(sumSets))
+	JL(LabelRef("tail"))
+	for k := 0; k < sumSets; k++ {
+		body(k)
+		if k < sumSets-1 {
+			for _, p := range ps {
+				ADDQ(stride, p)
+			}
+		}
+	}
+	for _, p := range ps {
+		ADDQ(stride, p)
+	}
+	SUBQ(U8(sumSets), r)
+	JMP(LabelRef("quad"))
+	Label("tail")
+	for k := 0; k < sumSets-1; k++ {
+		TESTQ(r, r)
+		JZ(LabelRef("done"))
+		body(k)
+		for _, p := range ps {
+			ADDQ(stride, p)
+		}
+		DECQ(r)
+	}
+	Label("done")
+}
+
+// foldSets adds sets 1-3 of each sum into set 0 as (0 + 1) + (2 + 3).
+func foldSets(acc [sumSets][4]reg.VecPhysical) {
+	for i := 0; i < 4; i++ {
+		VADDPD(acc[1][i], acc[0][i], acc[0][i])
+		VADDPD(acc[3][i], acc[2][i], acc[2][i])
+		VADDPD(acc[2][i], acc[0][i], acc[0][i])
+	}
+}
+
+// sumRegs returns the accumulators: set k's a1, b1, a2, b2 from Z16 on.
+func sumRegs() (acc [sumSets][4]reg.VecPhysical) {
+	zs := []reg.VecPhysical{reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
+		reg.Z24, reg.Z25, reg.Z26, reg.Z27, reg.Z28, reg.Z29, reg.Z30, reg.Z31}
+	for k := range acc {
+		for i := range acc[k] {
+			acc[k][i] = zs[4*k+i]
+		}
+	}
+	return acc
+}
+
 func moments() {
 	TEXT("moments512", NOSPLIT, "func(s1, s2 *float64, x, shift *float32, rows, stride, blocks int)")
 	Pragma("noescape")
 	Doc("moments512 adds, for j < 16·blocks, Σ_{r < rows} d and Σ d·d in float64, d = x[r·stride + j] - shift[j]",
-		"(in float32), to s1[j] and s2[j], adding the rows in order (rows >= 1; stride in floats).")
+		"(in float32), to s1[j] and s2[j]: row r into set r mod 4 of the sums, set 0 starting from s1 and s2,",
+		"the sets added as (0 + 1) + (2 + 3) (rows >= 1; stride in floats).")
 	s1, s2 := Load(Param("s1"), reg.RDI), Load(Param("s2"), reg.RSI)
 	x, shift := Load(Param("x"), reg.RDX), Load(Param("shift"), reg.R8)
 	rows, stride, blocks := Load(Param("rows"), reg.R9), Load(Param("stride"), reg.R10), Load(Param("blocks"), reg.R11)
 	SHLQ(U8(2), stride)
 	p, r := reg.RAX, reg.RCX
-	sh, v, lo, hi := reg.Z0, reg.Z1, reg.Z2, reg.Z3
-	a1, b1, a2, b2 := reg.Z4, reg.Z5, reg.Z6, reg.Z7
+	sh := reg.Z0
+	tmp := [sumSets][3]reg.VecPhysical{{reg.Z1, reg.Z2, reg.Z3}, {reg.Z4, reg.Z5, reg.Z6}, {reg.Z7, reg.Z8, reg.Z9}, {reg.Z10, reg.Z11, reg.Z12}}
+	acc := sumRegs()
 	Label("block")
-	loadSums(s1, s2, a1, b1, a2, b2)
+	loadSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
+	for k := 1; k < sumSets; k++ {
+		for i := 0; i < 4; i++ {
+			VXORPD(acc[k][i], acc[k][i], acc[k][i])
+		}
+	}
 	VMOVUPS(Mem{Base: shift}, sh)
 	MOVQ(x, p)
 	MOVQ(rows, r)
-	Label("row")
-	VMOVUPS(Mem{Base: p}, v)
-	VSUBPS(sh, v, v) // v = x - shift
-	widen(v, lo, hi)
-	VADDPD(lo, a1, a1)
-	VADDPD(hi, b1, b1)
-	VFMADD231PD(lo, lo, a2)
-	VFMADD231PD(hi, hi, b2)
-	ADDQ(stride, p)
-	DECQ(r)
-	JNZ(LabelRef("row"))
-	storeSums(s1, s2, a1, b1, a2, b2)
+	quadLoop(r, []reg.Register{p}, stride, func(k int) {
+		v, lo, hi := tmp[k][0], tmp[k][1], tmp[k][2]
+		a := acc[k]
+		VMOVUPS(Mem{Base: p}, v)
+		VSUBPS(sh, v, v) // v = x - shift
+		widen(v, lo, hi)
+		VADDPD(lo, a[0], a[0])
+		VADDPD(hi, a[1], a[1])
+		VFMADD231PD(lo, lo, a[2])
+		VFMADD231PD(hi, hi, a[3])
+	})
+	foldSets(acc)
+	storeSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
 	ADDQ(U8(64), x)
 	ADDQ(U8(64), shift)
 	DECQ(blocks)
@@ -377,33 +446,41 @@ func sums() {
 	TEXT("sums512", NOSPLIT, "func(s1, s2 *float64, dy, x *float32, rows, stride, blocks int)")
 	Pragma("noescape")
 	Doc("sums512 adds, for j < 16·blocks, Σ_{r < rows} dy[r·stride + j] and Σ dy·x (each product in float64)",
-		"to s1[j] and s2[j] in float64, adding the rows in order (rows >= 1; stride in floats).")
+		"to s1[j] and s2[j] in float64: row r into set r mod 4 of the sums, set 0 starting from s1 and s2,",
+		"the sets added as (0 + 1) + (2 + 3) (rows >= 1; stride in floats).")
 	s1, s2 := Load(Param("s1"), reg.RDI), Load(Param("s2"), reg.RSI)
 	g, x := Load(Param("dy"), reg.RDX), Load(Param("x"), reg.R8) // (g names a register in Go assembly)
 	rows, stride, blocks := Load(Param("rows"), reg.R9), Load(Param("stride"), reg.R10), Load(Param("blocks"), reg.R11)
 	SHLQ(U8(2), stride)
 	gp, xp, r := reg.RAX, reg.RBX, reg.RCX
-	v, w, glo, ghi, xlo, xhi := reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z8, reg.Z9
-	a1, b1, a2, b2 := reg.Z4, reg.Z5, reg.Z6, reg.Z7
+	// two rows' temporaries, taken in turn
+	tmp := [2][6]reg.VecPhysical{{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5}, {reg.Z6, reg.Z7, reg.Z8, reg.Z9, reg.Z10, reg.Z11}}
+	acc := sumRegs()
 	Label("block")
-	loadSums(s1, s2, a1, b1, a2, b2)
+	loadSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
+	for k := 1; k < sumSets; k++ {
+		for i := 0; i < 4; i++ {
+			VXORPD(acc[k][i], acc[k][i], acc[k][i])
+		}
+	}
 	MOVQ(g, gp)
 	MOVQ(x, xp)
 	MOVQ(rows, r)
-	Label("row")
-	VMOVUPS(Mem{Base: gp}, v)
-	VMOVUPS(Mem{Base: xp}, w)
-	widen(v, glo, ghi)
-	widen(w, xlo, xhi)
-	VADDPD(glo, a1, a1)
-	VADDPD(ghi, b1, b1)
-	VFMADD231PD(glo, xlo, a2)
-	VFMADD231PD(ghi, xhi, b2)
-	ADDQ(stride, gp)
-	ADDQ(stride, xp)
-	DECQ(r)
-	JNZ(LabelRef("row"))
-	storeSums(s1, s2, a1, b1, a2, b2)
+	quadLoop(r, []reg.Register{gp, xp}, stride, func(k int) {
+		t := tmp[k%2]
+		v, w, glo, ghi, xlo, xhi := t[0], t[1], t[2], t[3], t[4], t[5]
+		a := acc[k]
+		VMOVUPS(Mem{Base: gp}, v)
+		VMOVUPS(Mem{Base: xp}, w)
+		widen(v, glo, ghi)
+		widen(w, xlo, xhi)
+		VADDPD(glo, a[0], a[0])
+		VADDPD(ghi, a[1], a[1])
+		VFMADD231PD(glo, xlo, a[2])
+		VFMADD231PD(ghi, xhi, a[3])
+	})
+	foldSets(acc)
+	storeSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
 	ADDQ(U8(64), g)
 	ADDQ(U8(64), x)
 	DECQ(blocks)
