@@ -351,3 +351,45 @@ func TestVisionNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBatchNormSums times BatchNormalization's sums on the
+// ResNet-20's activations at batch 128 on 2 threads: the moments alone
+// (over an output in the cache), the F(4×4, 3×3) forward product alone
+// and with its moments summed as it writes each image (ConvMomentsOn),
+// and the backward pass's channel sums of g and g·x.
+func BenchmarkBatchNormSums(b *testing.B) {
+	r := rng(5)
+	for _, c := range []struct{ hw, c int }{{28, 16}, {14, 32}, {7, 64}} {
+		g := kernels.ConvGeom{N: 128, H: c.hw, W: c.hw, C: c.c, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: c.hw, OW: c.hw}
+		rows := 128 * c.hw * c.hw
+		x, w := f32(testutil.RandFloats(r, rows*c.c)), f32(testutil.RandFloats(r, 9*c.c*c.c))
+		y, gy := make([]float32, rows*c.c), f32(testutil.RandFloats(r, rows*c.c))
+		block := kernels.MomentsBlock(rows, c.hw*c.hw)
+		mwork := make([]float64, kernels.MomentsWork(rows, c.c, block))
+		m, sg, sgx, swork := make([]float32, 2*c.c), make([]float32, c.c), make([]float32, c.c), make([]float64, kernels.ChannelSumsWork(c.c))
+		work := make([]float32, 1<<21)
+		p := kernels.NewPool(2)
+		name := fmt.Sprintf("%dx%dx%d/", c.hw, c.hw, c.c)
+		b.Run(name+"moments", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				kernels.MomentsOn(p, m, y, rows, c.c, block, mwork)
+			}
+		})
+		b.Run(name+"winograd4", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				kernels.ConvOn(p, kernels.ConvForward, kernels.ConvWinograd4, y, x, w, work, g, c.c)
+			}
+		})
+		b.Run(name+"winograd4+moments", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				kernels.ConvMomentsOn(p, kernels.ConvWinograd4, y, x, w, work, g, c.c, m, mwork)
+			}
+		})
+		b.Run(name+"channel_sums", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				kernels.ChannelSumsOn(p, sg, sgx, gy, y, rows, c.c, swork)
+			}
+		})
+		p.Close()
+	}
+}

@@ -141,7 +141,7 @@ echo "ptxas: registers of every kernel of the reference models (backend/cuda Tes
 cat "$HEADROOM_PTX_REPORT"
 # the kernels' Go paths, which CPUs without AVX-512 (and other
 # architectures) run: the purego build has no assembly
-go test -count=1 -tags purego ./kernels
+go test -count=1 -tags purego ./kernels ./backend/cpu
 
 step "the memory promise (whole runs in memory cgroups, alone on the machine)"
 # internal/promise times a neighbour's growth against headroom's steps and

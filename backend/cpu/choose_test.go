@@ -101,6 +101,9 @@ func TestChoicesWinograd(t *testing.T) {
 	defer pool.Close()
 	b := &Bound{Instr: &compile.Instr{Op: graph.OpConv2D, Window: &compile.WindowGeom{Geom: compile.Window(g), F: 16}}, pool: pool}
 	run := func(kernels.ConvAlgo) {}
+	// without the direct tiles (no AVX-512, or the purego build) direct is
+	// not a candidate
+	tiles := slices.Contains(kernels.ConvAlgos(kernels.ConvForward, g, 16), kernels.ConvDirect)
 	for _, on := range []bool{true, false} {
 		c, err := NewChoices("measure", "", on)
 		if err != nil {
@@ -113,27 +116,42 @@ func TestChoicesWinograd(t *testing.T) {
 		switch {
 		case on && (p != nil || algo != kernels.ConvWinograd):
 			t.Errorf("on: pending %v, algorithm %v; want the kept winograd", p, algo)
-		case !on && (p == nil || slices.Contains(p.names, "winograd") || slices.Contains(p.names, "winograd4")):
+		case !on && tiles && (p == nil || slices.Contains(p.names, "winograd") || slices.Contains(p.names, "winograd4")):
 			t.Errorf("off: pending %+v; want a measurement without winograd and winograd4", p)
+		case !on && !tiles && (p != nil || algo != kernels.ConvAuto):
+			// im2col alone is left: nothing to measure, the rule runs
+			t.Errorf("off, no direct tiles: pending %+v, algorithm %v; want none and the rule", p, algo)
 		}
 	}
 	// a choice timed without a candidate now offered (a file from before
 	// Winograd, or written with it off) is measured again with it; one
 	// timed with more candidates than are offered, or pinned by hand
 	// ("-"), is kept
-	for _, tc := range []struct {
+	type keptCase struct {
 		on           bool
 		kept, times  string
 		want         kernels.ConvAlgo
 		measureAgain bool
-	}{
+	}
+	cases := []keptCase{
 		{true, "direct", "direct=1ms,im2col=2ms", 0, true},
 		{true, "direct", "direct=1ms,im2col=2ms,winograd=3ms", 0, true}, // from before F(4×4, 3×3)
 		{true, "direct", "direct=1ms,im2col=2ms,winograd=3ms,winograd4=4ms", kernels.ConvDirect, false},
 		{false, "direct", "direct=1ms,im2col=2ms", kernels.ConvDirect, false},
 		{false, "im2col", "direct=3ms,im2col=2ms,winograd=1ms", kernels.ConvIm2col, false},
 		{true, "im2col", "-", kernels.ConvIm2col, false},
-	} {
+	}
+	if !tiles { // im2col and Winograd's two forms are offered
+		cases = []keptCase{
+			{true, "im2col", "im2col=2ms", 0, true},
+			{true, "im2col", "im2col=2ms,winograd=3ms", 0, true},
+			{true, "im2col", "im2col=2ms,winograd=3ms,winograd4=4ms", kernels.ConvIm2col, false},
+			{true, "direct", "direct=1ms,im2col=2ms,winograd=3ms,winograd4=4ms", 0, true}, // a file from a CPU with tiles
+			{false, "im2col", "im2col=2ms,winograd=1ms", kernels.ConvAuto, false},         // im2col alone: the rule
+			{true, "winograd4", "-", kernels.ConvWinograd4, false},
+		}
+	}
+	for _, tc := range cases {
 		c, _ := NewChoices("measure", "", tc.on)
 		c.table[c.convKey(1, kernels.ConvForward, g, 16)] = choice{algo: tc.kept, times: tc.times}
 		var algo kernels.ConvAlgo
@@ -211,11 +229,18 @@ func TestChoicesMatMul(t *testing.T) {
 // own descriptor on the lock file. It also checks that a file that
 // cannot be written leaves the choices measured and the error kept.
 func TestChoicesShared(t *testing.T) {
-	pool := kernels.NewPool(1)
+	// two threads and products that split over them: packed and packed1
+	// are candidates in every build (the purego one has no tiles)
+	pool := kernels.NewPool(2)
 	defer pool.Close()
 	p := &compile.Program{Plan: &compile.Plan{Buffers: []compile.Buffer{{Kind: compile.KindArena}}}}
 	b := &Bound{Instr: &compile.Instr{Op: graph.OpMatMul, Out: 0, Work: -1}, pool: pool}
-	shapes := [][3]int{{32, 64, 16}, {32, 128, 16}, {8, 64, 64}}
+	shapes := [][3]int{{64, 256, 128}, {96, 384, 64}, {128, 512, 64}}
+	for _, s := range shapes {
+		if algos := kernels.MatMulAlgos(s[0], s[1], s[2], false, false, false, 2); len(algos) < 2 {
+			t.Fatalf("%v: candidates %v, want two at least", s, algos)
+		}
+	}
 	// todo returns c's pending measurements of the shapes, the algorithm
 	// each product took written to got[i], and counts its candidates' runs
 	todo := func(c *Choices, got []kernels.MatMulAlgo, runs *int) []*pending {

@@ -137,8 +137,8 @@ func TestMeasureBeforeFirstRun(t *testing.T) {
 	product := func(host *cpu.Target, m int) func() (*graph.Graph, compile.Options) {
 		return func() (*graph.Graph, compile.Options) {
 			g := graph.New()
-			x := g.Input("x", tensor.Float32, tensor.Shape{m, 64})
-			u := g.Param("u", tensor.Float32, tensor.Shape{64, 128})
+			x := g.Input("x", tensor.Float32, tensor.Shape{m, 128})
+			u := g.Param("u", tensor.Float32, tensor.Shape{128, 256})
 			return g, compile.Options{Target: host, Outputs: []compile.Output{{Name: "y", Node: graph.Relu(graph.MatMul(x, u))}}}
 		}
 	}
@@ -163,7 +163,7 @@ func TestMeasureBeforeFirstRun(t *testing.T) {
 		return host, e
 	}
 	host, e := backend()
-	first := load(host, e, 32)
+	first := load(host, e, 64) // products that split over two threads: two candidates at least in every build
 	defer first.Close()
 	if _, timed := c.Spent(); timed != 1 {
 		t.Fatalf("before a run: %d shapes timed, want 1", timed)
@@ -171,7 +171,7 @@ func TestMeasureBeforeFirstRun(t *testing.T) {
 	if err := first.Run(); err != nil {
 		t.Fatal(err)
 	}
-	later := load(host, e, 48)
+	later := load(host, e, 96)
 	defer later.Close()
 	if _, timed := c.Spent(); timed != 1 {
 		t.Errorf("a program loaded after a run timed %d shapes, want none", timed-1)
@@ -184,7 +184,7 @@ func TestMeasureBeforeFirstRun(t *testing.T) {
 		t.Errorf("the product loaded after a run ran %q, want the rule's %q", names[0], kernels.MatMulPacked)
 	}
 	fresh, e2 := backend()
-	again := load(fresh, e2, 48)
+	again := load(fresh, e2, 96)
 	defer again.Close()
 	if _, timed := c.Spent(); timed != 2 {
 		t.Errorf("a new backend's first program timed %d new shapes, want 1", timed-1)
