@@ -148,30 +148,30 @@ func ConvOn(p *Pool, kind ConvKind, algo ConvAlgo, dst, a, b, work []float32, g 
 }
 
 // ConvMomentsOn runs the float32 forward convolution y = conv(x, filter)
-// with algorithm algo as ConvOn does, and sets moments [2, f] to the mean
+// with algorithm algo as ConvOn does, and sets mom [2, f] to the mean
 // and biased variance of each of y's channels as MomentsOn does over y's
 // rows in groups of MomentsBlock(N·OH·OW, OH·OW), with the same bits: a
 // BatchNormalization's statistics of the convolution's output. Where the
-// product writes whole images at a time (Winograd's chunks), each image's
-// sums are taken as it is written, while it is in the cache, instead of
-// in a second pass over y. mwork holds MomentsWork(N·OH·OW, f, block)
-// float64s.
-func ConvMomentsOn(p *Pool, algo ConvAlgo, y, x, filter, work []float32, g ConvGeom, f int, moments []float32, mwork []float64) []float32 {
+// product writes whole images at a time (Winograd's chunks of tiles), a
+// group's sums are taken as soon as a chunk has written it, while it is in
+// the cache, instead of in a second pass over y. mwork holds MomentsWork(N·OH·OW, f, block)
+// float64s. It returns y.
+func ConvMomentsOn(p *Pool, algo ConvAlgo, y, x, filter, work []float32, g ConvGeom, f int, mom []float32, mwork []float64) []float32 {
 	const fn = "ConvMoments"
 	rows := g.N * g.OH * g.OW
 	block := MomentsBlock(rows, g.OH*g.OW)
-	checkMoments(fn, len(moments), len(y), rows, f, block, len(mwork))
-	summed := false
-	if algo.IsWinograd() && block == g.OH*g.OW {
-		var ran bool
-		if ran, summed = winogradMoments(p, ConvForward, y, x, filter, work, g, f, algo.winogradTile(), mwork); !ran {
+	checkMoments(fn, len(mom), len(y), rows, f, block, len(mwork))
+	done := wgSummed{}
+	if algo.IsWinograd() {
+		k, s := block/(g.OH*g.OW), newWgShape(ConvForward, g, f, algo.winogradTile())
+		ran, chunk := winogradMoments(p, ConvForward, y, x, filter, work, g, f, algo.winogradTile(), mwork, k)
+		if !ran {
 			ConvOn(p, ConvForward, algo, y, x, filter, work, g, f)
 		}
+		done = wgSummed{chunk: chunk, k: k, n: g.N, img: s.th * s.tw}
 	} else {
 		ConvOn(p, ConvForward, algo, y, x, filter, work, g, f)
 	}
-	if !summed {
-		momentsGroups(p, y, rows, f, block, mwork)
-	}
-	return momentsCombine(moments, y, rows, f, block, mwork)
+	moments(p, mom, y, rows, f, block, mwork, done)
+	return y
 }

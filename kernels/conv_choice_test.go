@@ -217,10 +217,16 @@ func TestConvMoments(t *testing.T) {
 					want := kernels.ConvOn(p, kernels.ConvForward, algo, make([]float32, rows*c.f), x, w, work, g, c.f)
 					wantM := kernels.MomentsOn(p, make([]float32, 2*c.f), want, rows, c.f, block, mwork)
 					y, m := make([]float32, rows*c.f), make([]float32, 2*c.f)
+					for i := range mwork {
+						mwork[i] = math.NaN() // nothing left from MomentsOn
+					}
 					kernels.ConvMomentsOn(p, algo, y, x, w, work, g, c.f, m, mwork)
-					if algo.IsWinograd() && kernels.HasTiles() && size == large && block == oh*ow {
-						if ran, summed := kernels.WinogradMoments(p, algo, make([]float32, rows*c.f), x, w, work, g, c.f, make([]float64, len(mwork))); !ran || !summed {
-							t.Errorf("%s: Winograd ran %v, summed the moments as it wrote %v: want both", name, ran, summed)
+					if algo.IsWinograd() && kernels.HasTiles() && size == large {
+						// a large workspace: chunks of whole groups, most summed as written
+						k := block / (oh * ow)
+						groups := (c.n + k - 1) / k
+						if ran, summed := kernels.WinogradMoments(p, algo, make([]float32, rows*c.f), x, w, work, g, c.f, make([]float64, len(mwork)), k); !ran || 2*summed < groups {
+							t.Errorf("%s: Winograd ran %v, summed %d of %d groups of %d images as it wrote them: want it ran, and half at least", name, ran, summed, groups, k)
 						}
 					}
 					p.Close()

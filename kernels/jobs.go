@@ -90,9 +90,11 @@ type poolJob struct {
 	mm      mmShape // jobMatMul (matmul_choice.go): y = op(x)·filter
 	wg      wgShape // jobWinograd (winograd.go)
 	wgPhase int
-	// mom: the forward product also sums each output image's moments into
-	// its two rows (momentsGroup) as a chunk of whole images is written
-	mom []float64
+	// mom: the forward product also sums the moments of each group of
+	// momImages output images into its two rows (momentsGroup) as a chunk
+	// that holds the group is written
+	mom       []float64
+	momImages int
 
 	fn   func(arg any, part int) // jobFunc
 	arg  any

@@ -15,10 +15,18 @@ func Winograd(p *Pool, algo ConvAlgo, kind ConvKind, dst, a, b, work []float32, 
 }
 
 // WinogradMoments runs the forward product as Winograd's form algo on
-// pool p, summing each output image's moments into mom where its chunks
-// are whole images, and reports whether it ran and whether it summed.
-func WinogradMoments(p *Pool, algo ConvAlgo, y, x, filter, work []float32, g ConvGeom, f int, mom []float64) (ran, summed bool) {
-	return winogradMoments(p, ConvForward, y, x, filter, work, g, f, algo.winogradTile(), mom)
+// pool p, summing into mom the moments of each group of k output images
+// that a chunk of tiles holds whole, and reports whether it ran and how
+// many of the groups it summed.
+func WinogradMoments(p *Pool, algo ConvAlgo, y, x, filter, work []float32, g ConvGeom, f int, mom []float64, k int) (ran bool, summed int) {
+	ran, chunk := winogradMoments(p, ConvForward, y, x, filter, work, g, f, algo.winogradTile(), mom, k)
+	s := newWgShape(ConvForward, g, f, algo.winogradTile())
+	for gr := 0; gr < ceilDiv(g.N, k); gr++ {
+		if wgGroupSummed(gr, k, g.N, s.th*s.tw, chunk) {
+			summed++
+		}
+	}
+	return ran, summed
 }
 
 // SetWinogradRegion sets the bytes aimed at for one chunk of Winograd's

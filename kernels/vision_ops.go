@@ -93,14 +93,14 @@ func ResizeBilinearGrad[T Float](dx, dy []T, g ResizeGeom) []T {
 // images), at least momentsMinRows rows a group and at most
 // momentsMaxGroups groups.
 const (
-	momentsMinRows   = 32
+	momentsMinRows   = 128
 	momentsMaxGroups = 256
 )
 
 // MomentsBlock returns the rows of each group that Moments sums apart for
 // rows rows made of images of image rows each (1 where the rows are not
-// images: a dense layer's batch): whole images, at least 32 rows where the
-// images hold that many, and at most 256 groups. The groups depend on the
+// images: a dense layer's batch): whole images, at least 128 rows where
+// the images hold that many, and at most 256 groups. The groups depend on the
 // sizes alone, never on the threads, so the rounding does not either; a
 // convolution that sums its output's moments as it writes them
 // (ConvMomentsOn) takes the same groups, so the two give the same bits.
@@ -113,16 +113,25 @@ func MomentsBlock(rows, image int) int {
 
 // MomentsWork returns the float64 workspace Moments needs for rows rows
 // of cols channels summed in groups of block rows (MomentsBlock): two
-// sums a channel for each group.
+// sums a channel for each group, and two for adding them up.
 func MomentsWork(rows, cols, block int) int {
-	return max(ceilDiv(rows, max(block, 1)), 1) * 2 * cols
+	return (max(ceilDiv(rows, max(block, 1)), 1) + 1) * 2 * cols
 }
 
 type momentsJob[T Float] struct {
-	x                 []T
+	dst, x            []T
 	rows, cols, block int
 	work              []float64
+	done              wgSummed // the groups a convolution summed already
+	parts             int      // the parts the groups split into
 }
+
+// wgSummed says which groups of k images winogradMoments summed, with
+// chunks of chunk tiles over n images of img tiles (wgGroupSummed); the
+// zero value none.
+type wgSummed struct{ chunk, k, n, img int }
+
+func (w wgSummed) has(g int) bool { return wgGroupSummed(g, w.k, w.n, w.img, w.chunk) }
 
 // MomentsOn sets dst [2, cols] to the mean (row 0) and the biased variance
 // (row 1) of each column of x [rows, cols], and returns dst. It sums each
@@ -133,25 +142,50 @@ type momentsJob[T Float] struct {
 // positive.
 func MomentsOn[T Float](p *Pool, dst, x []T, rows, cols, block int, work []float64) []T {
 	checkMoments("Moments", len(dst), len(x), rows, cols, block, len(work))
-	momentsGroups(p, x, rows, cols, block, work)
-	return momentsCombine(dst, x, rows, cols, block, work)
+	return moments(p, dst, x, rows, cols, block, work, wgSummed{})
 }
 
-// momentsGroups sums the groups of block rows of x [rows, cols] into work
-// (momentsGroup), the groups at once on pool p.
-func momentsGroups[T Float](p *Pool, x []T, rows, cols, block int, work []float64) {
+// moments sets dst to the moments of x [rows, cols] from its groups of
+// block rows, and returns dst: it sums into work each group but those
+// done says are summed already (momentsGroup, the groups at once on pool
+// p), then adds them up a block of 16 columns at a time, the blocks at
+// once where there are many groups and columns.
+func moments[T Float](p *Pool, dst, x []T, rows, cols, block int, work []float64, done wgSummed) []T {
 	p.calls.momentsMu.Lock()
+	defer p.calls.momentsMu.Unlock()
 	var j *momentsJob[T]
-	part := momentsPart64 // a plain function: a generic one's value would allocate
+	part, combine := momentsPart64, momentsCombine64 // plain functions: a generic one's value would allocate
 	if j32, ok := any(&p.calls.moments32).(*momentsJob[T]); ok {
-		j, part = j32, momentsPart32
+		j, part, combine = j32, momentsPart32, momentsCombine32
 	} else {
 		j = any(&p.calls.moments64).(*momentsJob[T])
 	}
-	*j = momentsJob[T]{x: x, rows: rows, cols: cols, block: block, work: work}
-	ParallelOn(p, ceilDiv(rows, block), part, j)
+	groups := ceilDiv(rows, block)
+	// a part of consecutive groups for each thread, twice over (a part
+	// handed to a thread costs an atomic add on a shared counter)
+	parts := min(groups, 2*p.Threads())
+	*j = momentsJob[T]{dst: dst, x: x, rows: rows, cols: cols, block: block, work: work, done: done, parts: parts}
+	ParallelOn(p, parts, part, j)
+	if blocks := ceilDiv(cols, 16); groups*cols >= momentsCombineMin && blocks > 1 {
+		ParallelOn(p, blocks, combine, j)
+	} else {
+		momentsCombine(dst, x, rows, cols, block, work, 0, cols)
+	}
 	*j = momentsJob[T]{}
-	p.calls.momentsMu.Unlock()
+	return dst
+}
+
+// momentsCombineMin is the fewest groups × columns whose adding up splits
+// over the threads (a block of 16 columns each).
+const momentsCombineMin = 4096
+
+func momentsCombine32(arg any, b int) { momentsCombineBlock[float32](arg, b) }
+func momentsCombine64(arg any, b int) { momentsCombineBlock[float64](arg, b) }
+
+// momentsCombineBlock adds up block b of 16 columns.
+func momentsCombineBlock[T Float](arg any, b int) {
+	j := arg.(*momentsJob[T])
+	momentsCombine(j.dst, j.x, j.rows, j.cols, j.block, j.work, 16*b, min(16*(b+1), j.cols))
 }
 
 // checkMoments panics unless dst, x and work (by their lengths) fit rows
@@ -167,30 +201,34 @@ func checkMoments(fn string, lenDst, lenX, rows, cols, block, lenWork int) {
 	}
 }
 
-// momentsCombine sets dst to the mean and variance from the groups' sums
-// in work (momentsGroup), added up in group order, and returns dst.
-func momentsCombine[T Float](dst, x []T, rows, cols, block int, work []float64) []T {
-	groups, n := ceilDiv(rows, block), float64(rows)
-	for c := 0; c < cols; c++ {
-		// the mean less group 0's shift, then Σ (x - mean)² as each
-		// group's Σ (d - e)² = s2 - 2·e·s1 + k·e², e = mean - its shift
-		base := float64(x[c])
-		var m float64
-		for g := 0; g < groups; g++ {
-			k := float64(min(block, rows-g*block))
-			m += work[2*g*cols+c] + k*(float64(x[g*block*cols+c])-base)
+// momentsCombine sets columns [c0, c1) of dst to the mean and variance
+// from the groups' sums in work (momentsGroup), added up in group order. Each
+// group's sums move from its own shift to group 0's, b: with δ its shift
+// less b, Σ (x - b) = s1 + k·δ and Σ (x - b)² = s2 + 2·δ·s1 + k·δ². They
+// accumulate in the last 2·cols float64s of work, a group's row at a
+// time; the variance is then Σ (x - b)²/n less the squared mean of x - b
+// (as one shift over every row would give: b is a value of the column,
+// so that mean is of the order of the spread).
+func momentsCombine[T Float](dst, x []T, rows, cols, block int, work []float64, c0, c1 int) {
+	groups, n, w := ceilDiv(rows, block), float64(rows), c1-c0
+	a1, a2 := work[2*groups*cols+c0:][:w], work[2*groups*cols+cols+c0:][:w]
+	clear(a1)
+	clear(a2)
+	base := x[c0:c1]
+	for g := 0; g < groups; g++ {
+		k := float64(min(block, rows-g*block))
+		s1, s2, shift := work[2*g*cols+c0:][:w], work[(2*g+1)*cols+c0:][:w], x[g*block*cols+c0:][:w]
+		for c := range a1 {
+			d := float64(shift[c]) - float64(base[c])
+			a1[c] += s1[c] + k*d
+			a2[c] += s2[c] + d*(2*s1[c]+k*d)
 		}
-		m /= n
-		var m2 float64
-		for g := 0; g < groups; g++ {
-			k := float64(min(block, rows-g*block))
-			e := base + m - float64(x[g*block*cols+c])
-			m2 += work[(2*g+1)*cols+c] - 2*e*work[2*g*cols+c] + k*e*e
-		}
-		dst[c] = T(base + m)
-		dst[cols+c] = T(max(m2/n, 0))
 	}
-	return dst
+	for c := range a1 {
+		m := a1[c] / n
+		dst[c0+c] = T(float64(base[c]) + m)
+		dst[cols+c0+c] = T(max(a2[c]/n-m*m, 0))
+	}
 }
 
 // ChannelSumsWork returns the float64 workspace ChannelSumsOn needs for
@@ -287,14 +325,20 @@ func sumsPart[T Float](arg any, p int) {
 	}
 }
 
-func momentsPart32(arg any, g int) { momentsPart[float32](arg, g) }
-func momentsPart64(arg any, g int) { momentsPart[float64](arg, g) }
+func momentsPart32(arg any, part int) { momentsPart[float32](arg, part) }
+func momentsPart64(arg any, part int) { momentsPart[float64](arg, part) }
 
-// momentsPart sums group g of the rows into its two rows of work.
-func momentsPart[T Float](arg any, g int) {
+// momentsPart sums the groups of part part into their two rows of work.
+func momentsPart[T Float](arg any, part int) {
 	j := arg.(*momentsJob[T])
-	r0 := g * j.block
-	momentsGroup(j.work[2*g*j.cols:(2*g+2)*j.cols], j.x[r0*j.cols:], min(j.block, j.rows-r0), j.cols)
+	groups := ceilDiv(j.rows, j.block)
+	for g := groups * part / j.parts; g < groups*(part+1)/j.parts; g++ {
+		if j.done.has(g) {
+			continue
+		}
+		r0 := g * j.block
+		momentsGroup(j.work[2*g*j.cols:(2*g+2)*j.cols], j.x[r0*j.cols:], min(j.block, j.rows-r0), j.cols)
+	}
 }
 
 // momentsGroup sets s[:cols] and s[cols:2·cols] to Σ d and Σ d·d over rows

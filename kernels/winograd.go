@@ -283,22 +283,24 @@ func winogradPack(g ConvGeom, f int) int {
 // 3×3) (m 2 or 4) on pool p (dst; a, b as for ConvOn), and returns false,
 // doing nothing, where it cannot (WinogradOK, or products run elsewhere).
 func winograd(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f, m int) bool {
-	ran, _ := winogradMoments(p, kind, dst, a, b, work, g, f, m, nil)
+	ran, _ := winogradMoments(p, kind, dst, a, b, work, g, f, m, nil, 0)
 	return ran
 }
 
 // winogradMoments is winograd that also, for the forward product with mom
-// non-nil, sums each output image's moments into its two rows of mom
-// (momentsGroup, 2·f float64s an image) while the image is in the cache,
-// where every chunk of tiles is whole images: summed reports that it did.
-func winogradMoments(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f, m int, mom []float64) (ran, summed bool) {
+// non-nil, sums the moments of each group of k whole output images that a
+// chunk of tiles writes into the group's two rows of mom (momentsGroup,
+// 2·f float64s a group) while the chunk is in the cache. It returns the
+// tiles of a chunk (0 where it summed none): a group whose tiles lie in
+// two chunks is left to the caller (wgGroupSummed).
+func winogradMoments(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGeom, f, m int, mom []float64, k int) (ran bool, chunk int) {
 	if !WinogradOK(g) || f < 1 || (m != 2 && m != 4) {
-		return false, false
+		return false, 0
 	}
 	s := newWgShape(kind, g, f, m)
 	tier, blk, ok := gemmSetup(s.cout, false)
 	if !ok || len(work) < winogradWork(kind, g, f, m) {
-		return false, false
+		return false, 0
 	}
 	x, dy, filter := g.N*g.H*g.W*g.C, g.N*g.OH*g.OW*f, 9*g.C*f
 	want := [3][3]int{ConvForward: {dy, x, filter}, ConvInputGrad: {x, dy, filter}, ConvFilterGrad: {filter, x, dy}}[kind]
@@ -306,15 +308,15 @@ func winogradMoments(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGe
 		panicf("%v: Winograd's operands hold %d, %d and %d floats, want %d, %d and %d", kind, len(dst), len(a), len(b), want[0], want[1], want[2])
 	}
 	tiles, slots := s.chunk(len(work), p.Threads())
-	if kind != ConvForward || tiles%(s.th*s.tw) != 0 || len(mom) < 2*f*g.N {
-		mom = nil // chunks that split an image: the caller sums them after
+	if kind != ConvForward || k < 1 || len(mom) < 2*f*ceilDiv(g.N, k) {
+		mom = nil
 	}
 	fixed := work[:s.fixed()]
 	p.calls.jobMu.Lock()
 	defer p.calls.jobMu.Unlock()
 	j := &p.calls.job
 	*j = poolJob{kind: jobWinograd, maxSlots: slots, work: work[s.fixed():], per: tiles,
-		slot: tiles*s.perTile() + s.stage(), tier: tier, blk: blk, wg: s, mom: mom}
+		slot: tiles*s.perTile() + s.stage(), tier: tier, blk: blk, wg: s, mom: mom, momImages: k}
 	// the filter's transforms split over the pool's threads by channels
 	j.regions = max(1, min(p.Threads(), g.C))
 	switch kind {
@@ -336,7 +338,21 @@ func winogradMoments(p *Pool, kind ConvKind, dst, a, b, work []float32, g ConvGe
 		p.runJob(j, ceilDiv(chunks, j.groups))
 	}
 	*j = poolJob{}
-	return true, mom != nil
+	if mom == nil {
+		return true, 0
+	}
+	return true, tiles
+}
+
+// wgGroupSummed reports whether winogradMoments summed group gr of k
+// images of img tiles each (of n images) with chunks of chunk tiles: its
+// tiles lie in one chunk.
+func wgGroupSummed(gr, k, n, img, chunk int) bool {
+	if chunk < 1 {
+		return false
+	}
+	first, last := gr*k*img, min((gr+1)*k, n)*img-1
+	return first/chunk == last/chunk
 }
 
 // maxRegions is the most regions runJob takes.
@@ -426,10 +442,11 @@ func (j *poolJob) wgChunk(ws *gemmWorkspace, sl []float32, t0, t1 int) {
 		c.region(ws, 0, nt, 0, s.cout)
 	}
 	s.outputTiles(j.y, m, nt*s.cout, t0, t1, stOut)
-	if j.mom != nil { // whole images (winogradMoments)
-		img, rows, c := s.th*s.tw, s.g.OH*s.g.OW, s.cout
-		for n := t0 / img; n < t1/img; n++ {
-			momentsGroup(j.mom[2*n*c:(2*n+2)*c], j.y[n*rows*c:(n+1)*rows*c], rows, c)
+	if j.mom != nil { // the groups of k whole images in the chunk (winogradMoments)
+		img, rows, c, k, n := s.th*s.tw, s.g.OH*s.g.OW, s.cout, j.momImages, s.g.N
+		for gr := ceilDiv(ceilDiv(t0, img), k); gr*k < n && min((gr+1)*k, n)*img <= t1; gr++ {
+			n0, n1 := gr*k, min((gr+1)*k, n)
+			momentsGroup(j.mom[2*gr*c:(2*gr+2)*c], j.y[n0*rows*c:n1*rows*c], (n1-n0)*rows, c)
 		}
 	}
 }
