@@ -154,8 +154,8 @@ func ConvOn(p *Pool, kind ConvKind, algo ConvAlgo, dst, a, b, work []float32, g 
 // BatchNormalization's statistics of the convolution's output. Where the
 // product writes whole images at a time (Winograd's chunks of tiles), a
 // group's sums are taken as soon as a chunk has written it, while it is in
-// the cache, instead of in a second pass over y. mwork holds MomentsWork(N·OH·OW, f, block)
-// float64s. It returns y.
+// the cache, instead of in a second pass over y. mwork holds
+// MomentsWork(N·OH·OW, f, block) float64s. It returns y.
 func ConvMomentsOn(p *Pool, algo ConvAlgo, y, x, filter, work []float32, g ConvGeom, f int, mom []float32, mwork []float64) []float32 {
 	const fn = "ConvMoments"
 	rows := g.N * g.OH * g.OW

@@ -137,8 +137,8 @@ func (w wgSummed) has(g int) bool { return wgGroupSummed(g, w.k, w.n, w.img, w.c
 // (row 1) of each column of x [rows, cols], and returns dst. It sums each
 // group of block rows (MomentsBlock) in float64, shifted by the group's
 // first row (so a large mean costs no precision), the groups at once on
-// pool p, into work (MomentsWork float64s); then it combines the groups in
-// order (Chan, Golub and LeVeque's pairwise update). rows must be
+// pool p, into work (MomentsWork float64s); then it adds the groups up in
+// order, each moved to group 0's shift (momentsCombine). rows must be
 // positive.
 func MomentsOn[T Float](p *Pool, dst, x []T, rows, cols, block int, work []float64) []T {
 	checkMoments("Moments", len(dst), len(x), rows, cols, block, len(work))

@@ -385,6 +385,16 @@ func foldSets(acc [sumSets][4]reg.VecPhysical) {
 	}
 }
 
+// startSets loads set 0 of the sums from s1 and s2 and clears sets 1-3.
+func startSets(s1, s2 reg.Register, acc [sumSets][4]reg.VecPhysical) {
+	loadSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
+	for k := 1; k < sumSets; k++ {
+		for i := 0; i < 4; i++ {
+			VXORPD(acc[k][i], acc[k][i], acc[k][i])
+		}
+	}
+}
+
 // sumRegs returns the accumulators: set k's a1, b1, a2, b2 from Z16 on.
 func sumRegs() (acc [sumSets][4]reg.VecPhysical) {
 	zs := []reg.VecPhysical{reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
@@ -412,12 +422,7 @@ func moments() {
 	tmp := [sumSets][3]reg.VecPhysical{{reg.Z1, reg.Z2, reg.Z3}, {reg.Z4, reg.Z5, reg.Z6}, {reg.Z7, reg.Z8, reg.Z9}, {reg.Z10, reg.Z11, reg.Z12}}
 	acc := sumRegs()
 	Label("block")
-	loadSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
-	for k := 1; k < sumSets; k++ {
-		for i := 0; i < 4; i++ {
-			VXORPD(acc[k][i], acc[k][i], acc[k][i])
-		}
-	}
+	startSets(s1, s2, acc)
 	VMOVUPS(Mem{Base: shift}, sh)
 	MOVQ(x, p)
 	MOVQ(rows, r)
@@ -457,12 +462,7 @@ func sums() {
 	tmp := [2][6]reg.VecPhysical{{reg.Z0, reg.Z1, reg.Z2, reg.Z3, reg.Z4, reg.Z5}, {reg.Z6, reg.Z7, reg.Z8, reg.Z9, reg.Z10, reg.Z11}}
 	acc := sumRegs()
 	Label("block")
-	loadSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
-	for k := 1; k < sumSets; k++ {
-		for i := 0; i < 4; i++ {
-			VXORPD(acc[k][i], acc[k][i], acc[k][i])
-		}
-	}
+	startSets(s1, s2, acc)
 	MOVQ(g, gp)
 	MOVQ(x, xp)
 	MOVQ(rows, r)
