@@ -327,6 +327,17 @@ func TestVisionNoAllocs(t *testing.T) {
 	small, big := make([]float32, 2*4*5*3), make([]float32, 2*8*10*3)
 	calls["ResizeBilinear"] = func() { kernels.ResizeBilinear(big, small, rg) }
 	calls["ResizeBilinearGrad"] = func() { kernels.ResizeBilinearGrad(small, big, rg) }
+	// a convolution that sums its output's moments: Winograd's epilogue
+	// and the pass after im2col, on two threads
+	cg := kernels.ConvGeom{N: 4, H: 8, W: 8, C: 16, KH: 3, KW: 3, SH: 1, SW: 1, PadTop: 1, PadLeft: 1, OH: 8, OW: 8}
+	cx, cw, cy := f32(testutil.RandFloats(r, 4*8*8*16)), f32(testutil.RandFloats(r, 9*16*16)), make([]float32, 4*8*8*16)
+	cblock := kernels.MomentsBlock(4*8*8, 8*8)
+	cwork, cmom, cmwork := make([]float32, 1<<18), make([]float32, 32), make([]float64, kernels.MomentsWork(4*8*8, 16, cblock))
+	cpool := kernels.NewPool(2)
+	defer cpool.Close()
+	for _, algo := range []kernels.ConvAlgo{kernels.ConvWinograd4, kernels.ConvIm2col} {
+		calls["ConvMomentsOn/"+algo.String()] = func() { kernels.ConvMomentsOn(cpool, algo, cy, cx, cw, cwork, cg, 16, cmom, cmwork) }
+	}
 	mx := f32(testutil.RandFloats(r, 4096*16))
 	mblock := kernels.MomentsBlock(4096, 64)
 	mdst, mwork := make([]float32, 32), make([]float64, kernels.MomentsWork(4096, 16, mblock))

@@ -395,6 +395,20 @@ func startSets(s1, s2 reg.Register, acc [sumSets][4]reg.VecPhysical) {
 	}
 }
 
+// endSets adds up the sets and stores them (foldSets, storeSums), steps
+// the block's two input pointers a and b to the next 16 channels, and
+// loops to "block" while blocks remain; then returns.
+func endSets(s1, s2 reg.Register, acc [sumSets][4]reg.VecPhysical, a, b, blocks reg.Register) {
+	foldSets(acc)
+	storeSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
+	ADDQ(U8(64), a)
+	ADDQ(U8(64), b)
+	DECQ(blocks)
+	JNZ(LabelRef("block"))
+	VZEROUPPER()
+	RET()
+}
+
 // sumRegs returns the accumulators: set k's a1, b1, a2, b2 from Z16 on.
 func sumRegs() (acc [sumSets][4]reg.VecPhysical) {
 	zs := []reg.VecPhysical{reg.Z16, reg.Z17, reg.Z18, reg.Z19, reg.Z20, reg.Z21, reg.Z22, reg.Z23,
@@ -437,14 +451,7 @@ func moments() {
 		VFMADD231PD(lo, lo, a[2])
 		VFMADD231PD(hi, hi, a[3])
 	})
-	foldSets(acc)
-	storeSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
-	ADDQ(U8(64), x)
-	ADDQ(U8(64), shift)
-	DECQ(blocks)
-	JNZ(LabelRef("block"))
-	VZEROUPPER()
-	RET()
+	endSets(s1, s2, acc, x, shift, blocks)
 }
 
 func sums() {
@@ -479,14 +486,7 @@ func sums() {
 		VFMADD231PD(glo, xlo, a[2])
 		VFMADD231PD(ghi, xhi, a[3])
 	})
-	foldSets(acc)
-	storeSums(s1, s2, acc[0][0], acc[0][1], acc[0][2], acc[0][3])
-	ADDQ(U8(64), g)
-	ADDQ(U8(64), x)
-	DECQ(blocks)
-	JNZ(LabelRef("block"))
-	VZEROUPPER()
-	RET()
+	endSets(s1, s2, acc, g, x, blocks)
 }
 
 // wgTransforms are Winograd's transforms, each applied on both sides of a
